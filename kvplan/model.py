@@ -1,0 +1,141 @@
+"""Engine-agnostic architecture facts, per layer, as a config states them.
+
+A `ModelDescription` holds what the checkpoint says (kinds, total heads, head dims, windows,
+MLA ranks, state-space dims, dtypes, quantization). It knows nothing of vLLM's rules: per-rank
+division, block sizes and page sizes are applied later (`kvplan.build`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LayerKind(StrEnum):
+    FULL_ATTENTION = "full_attention"
+    SLIDING_WINDOW = "sliding_window"
+    CHUNKED_LOCAL = "chunked_local"
+    MLA = "mla"
+    SLIDING_WINDOW_MLA = "sliding_window_mla"
+    CROSS_ATTENTION = "cross_attention"
+    ENCODER_ONLY = "encoder_only"
+    SINK_FULL_ATTENTION = "sink_full_attention"
+    MAMBA1 = "mamba1"
+    MAMBA2 = "mamba2"
+    GDN = "gdn"
+    SHORT_CONV = "short_conv"
+    LINEAR_ATTENTION = "linear_attention"
+    NO_KV = "no_kv"  # e.g. a KV-sharing layer or an MLP-only block: no cache of its own
+
+    @property
+    def is_state(self) -> bool:
+        return self in (LayerKind.MAMBA1, LayerKind.MAMBA2, LayerKind.GDN,
+                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION)
+
+    @property
+    def is_attention(self) -> bool:
+        return not self.is_state and self is not LayerKind.NO_KV
+
+
+class Mamba1Dims(Frozen):
+    """transformers MambaConfig/JambaConfig fields: conv (K-1, I), ssm (I, N)."""
+    intermediate_size: int
+    state_size: int
+    conv_kernel: int
+
+
+class Mamba2Dims(Frozen):
+    """Mamba2Config / NemotronH / FalconH1 / GraniteMoeHybrid fields."""
+    intermediate_size: int  # = num_heads * head_dim
+    state_size: int
+    conv_kernel: int
+    n_groups: int
+    num_heads: int
+    head_dim: int
+
+
+class GdnDims(Frozen):
+    """Qwen3-Next / Qwen3.5 gated delta net: linear_* fields."""
+    num_k_heads: int
+    num_v_heads: int
+    head_k_dim: int
+    head_v_dim: int
+    conv_kernel: int
+
+
+class ShortConvDims(Frozen):
+    """LFM2 short conv: conv (L_cache - 1, hidden_size)."""
+    conv_dim: int
+    l_cache: int
+
+
+class LinearAttentionDims(Frozen):
+    """MiniMax lightning / linear attention: state (heads, head_dim, head_dim)."""
+    num_heads: int
+    head_dim: int
+
+
+class LayerDescription(Frozen):
+    """One layer that may own KV cache (or state), with totals before any parallelism."""
+    index: int
+    name: str  # the attention/mixer module name vLLM registers, e.g. model.layers.3.self_attn.attn
+    kind: LayerKind
+    num_kv_heads: int | None = None  # total, before TP
+    head_size: int | None = None
+    head_size_v: int | None = None  # None → head_size
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    sink_len: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    index_head_dim: int | None = None  # DeepSeek V3.2 sparse indexer: its own K cache per layer
+    mamba1: Mamba1Dims | None = None
+    mamba2: Mamba2Dims | None = None
+    gdn: GdnDims | None = None
+    short_conv: ShortConvDims | None = None
+    linear_attention: LinearAttentionDims | None = None
+
+
+class QuantizationInfo(Frozen):
+    """What the checkpoint declares about quantization (config.json / hf_quant_config.json)."""
+    method: str | None = None  # fp8, modelopt, modelopt_fp4, compressed-tensors, awq, gptq, mxfp4...
+    weight_format: str | None = None  # e.g. FP8, NVFP4, MXFP4, int4
+    kv_cache_dtype: str | None = None  # KV dtype the checkpoint declares (e.g. fp8, nvfp4)
+    source: str | None = None  # which file/field said so
+
+
+class ModelDescription(Frozen):
+    """Architecture facts for one model (the target, or a draft head)."""
+    source: str  # hub id / path as given
+    model_type: str
+    architectures: tuple[str, ...] = ()
+    family: str  # the adapter that read it (llama, qwen3_next, deepseek_v3, ...)
+    dtype: str = "bfloat16"  # model dtype (torch name)
+    max_position_embeddings: int | None = None
+    layers: tuple[LayerDescription, ...]
+    quantization: QuantizationInfo = Field(default_factory=QuantizationInfo)
+    mamba_ssm_dtype: str | None = None  # the HF field vLLM copies into mamba_ssm_cache_dtype
+    num_nextn_predict_layers: int = 0  # MTP modules the checkpoint carries
+    use_mla: bool = False
+    is_encoder_decoder: bool = False
+    warnings: tuple[str, ...] = ()  # assumptions made while reading the config
+    # Draft heads only:
+    draft_method: str | None = None  # dflash, eagle, eagle3, mtp
+    num_target_layers: int | None = None
+
+    @property
+    def is_hybrid(self) -> bool:
+        """vLLM: ModelConfig.is_hybrid — attention and state layers in one model."""
+        kinds = {layer.kind for layer in self.layers}
+        return any(k.is_state for k in kinds) and any(k.is_attention for k in kinds)
+
+    def kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            counts[layer.kind.value] = counts.get(layer.kind.value, 0) + 1
+        return counts
