@@ -1,0 +1,95 @@
+"""Attention backends: kernel block sizes and the page packing each applies (customize_spec)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from enum import StrEnum
+
+from kvplan.specs import AttentionSpec, MLAAttentionSpec, MultipleOf, SlidingWindowMLASpec
+from kvplan.units import KVQuantMode, dtype_size_bytes, nvfp4_kv_cache_full_dim
+
+FP32_BYTES = 4
+
+
+class Backend(StrEnum):
+    FLASH_ATTN = "FLASH_ATTN"
+    FLASHINFER = "FLASHINFER"
+    TRITON_ATTN = "TRITON_ATTN"
+    FLEX_ATTENTION = "FLEX_ATTENTION"
+    FLASHMLA = "FLASHMLA"
+    CUTLASS_MLA = "CUTLASS_MLA"
+    FLASHINFER_MLA = "FLASHINFER_MLA"
+    TRITON_MLA = "TRITON_MLA"
+    FLASH_ATTN_MLA = "FLASH_ATTN_MLA"
+    FLASHMLA_SPARSE = "FLASHMLA_SPARSE"
+
+    @property
+    def is_mla(self) -> bool:
+        return "MLA" in self.value
+
+
+def kernel_block_sizes(backend: Backend, *, sm: int | None = None, gqa_ratio: int = 1
+                       ) -> tuple[int | MultipleOf, ...]:
+    """vLLM: <Backend>.get_supported_kernel_block_sizes (0.31–0.34, CUDA)."""
+    if backend is Backend.FLASHINFER:
+        if sm is not None and 100 <= sm < 110 and gqa_ratio > 1:
+            return (16, 32, 64, 128, 256, 512, 1024)  # TRT-LLM attention on SM100
+        return (16, 32, 64)
+    if backend is Backend.FLASHMLA or backend is Backend.FLASHMLA_SPARSE:
+        return (64,)
+    if backend is Backend.CUTLASS_MLA:
+        return (128,)
+    if backend is Backend.FLASHINFER_MLA:
+        return (32, 64)
+    return (MultipleOf(16),)
+
+
+def min_kernel_block(sizes: tuple[int | MultipleOf, ...]) -> int:
+    return min(s.base if isinstance(s, MultipleOf) else s for s in sizes)
+
+
+def flashinfer_customize(spec: AttentionSpec) -> AttentionSpec:
+    """vLLM: FlashInferBackend.customize_spec — nvfp4: 2·H slots of (d/2 + d/16) bytes."""
+    if spec.state_content_bytes is not None or not spec.kv_quant_mode.is_nvfp4:
+        return spec
+    assert spec.head_size_v is not None
+    hs_k = nvfp4_kv_cache_full_dim(spec.head_size)
+    if hs_k != nvfp4_kv_cache_full_dim(spec.head_size_v):
+        raise ValueError("nvfp4 with asymmetric K/V head sizes not yet supported")
+    return replace(spec, num_head_slots=2 * spec.num_kv_heads,
+                   state_content_bytes=hs_k * dtype_size_bytes(spec.dtype))
+
+
+def triton_customize(spec: AttentionSpec) -> AttentionSpec:
+    """vLLM: TritonAttentionBackend.customize_spec — per-token-head: inline fp32 scale per K/V."""
+    mode = spec.kv_quant_mode
+    if spec.state_content_bytes is not None or not mode.is_per_token_head:
+        return spec
+    assert spec.head_size_v is not None
+    hs_k, hs_v = spec.head_size, spec.head_size_v
+    if mode is KVQuantMode.INT4_PER_TOKEN_HEAD:
+        hs_k, hs_v = hs_k // 2, hs_v // 2
+    content = (hs_k + hs_v) * dtype_size_bytes(spec.dtype) + 2 * FP32_BYTES
+    return replace(spec, state_content_bytes=content)
+
+
+def mla_customize(spec: AttentionSpec) -> AttentionSpec:
+    """vLLM: MLACommonBackend.customize_spec — per-token-head latent + an fp32 scale pair."""
+    mode = spec.kv_quant_mode
+    if spec.state_content_bytes is not None or not mode.is_per_token_head:
+        return spec
+    head = spec.head_size // 2 if mode is KVQuantMode.INT4_PER_TOKEN_HEAD else spec.head_size
+    return replace(spec, state_content_bytes=head * dtype_size_bytes(spec.dtype) + 2 * FP32_BYTES)
+
+
+def customize_spec(backend: Backend | None, spec: AttentionSpec) -> AttentionSpec:
+    """vLLM: worker utils.customize_attention_spec → backend.customize_spec."""
+    if backend is None:
+        return spec
+    if backend is Backend.FLASHINFER:
+        return flashinfer_customize(spec)
+    if backend is Backend.TRITON_ATTN:
+        return triton_customize(spec)
+    if backend.is_mla and isinstance(spec, MLAAttentionSpec | SlidingWindowMLASpec):
+        return mla_customize(spec)
+    return spec

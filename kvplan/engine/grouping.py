@@ -1,0 +1,374 @@
+"""KV cache grouping, mirroring `vllm/v1/core/kv_cache_planning.py` (0.31–0.34 are identical here).
+
+Exceptions are vLLM's own types (AssertionError, ValueError, NotImplementedError) with vLLM's
+messages, so a grouping failure reads exactly as vLLM would report it; the planner turns them
+into a `grouping_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from kvplan.specs import (
+    AttentionSpec,
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowMLASpec,
+    SlidingWindowSpec,
+    UniformTypeKVCacheSpecs,
+    is_uniform_with_collection,
+)
+from kvplan.units import cdiv
+
+Specs = dict[str, KVCacheSpec]
+
+
+@dataclass(frozen=True, slots=True)
+class KVCacheGroup:
+    """vLLM: kv_cache_interface.KVCacheGroupSpec."""
+
+    layer_names: tuple[str, ...]
+    spec: KVCacheSpec
+
+
+@dataclass(frozen=True, slots=True)
+class GroupingResult:
+    groups: tuple[KVCacheGroup, ...]
+    path: str  # uniform_spec | uniform_type | uniform_page_size | full_allocation_fallback | empty
+    specs: dict[str, KVCacheSpec]  # the specs after promotion/unification (what was grouped)
+    padding_layers: tuple[tuple[int, float], ...] = ()  # (count, % of bucket) per padded bucket
+    promoted_hybrid: bool = False
+
+
+_ATTENTION_COMPARE_FIELDS = tuple(f.name for f in fields(AttentionSpec) if f.compare)
+
+
+# ---- merge: vLLM's <Spec>.merge classmethods ---------------------------------------------------
+
+def _merge_window_sizes(values: set[int]) -> int | None:
+    # vLLM: FullAttentionSpec.merge_window_sizes
+    if not values:
+        return None
+    if len(values) == 1:
+        return next(iter(values))
+    raise ValueError(
+        "All attention layers in the same KV cache group must have the same window size."
+    )
+
+
+def _check_attention_fields(specs: Sequence[KVCacheSpec], merged: KVCacheSpec) -> None:
+    for spec in specs:
+        for name in _ATTENTION_COMPARE_FIELDS:
+            if getattr(spec, name) != getattr(merged, name):
+                raise AssertionError(
+                    "All attention layers in the same KV cache group must have the same "
+                    "attention spec."
+                )
+
+
+def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
+    """vLLM: type(specs[0]).merge(specs)."""
+    first = specs[0]
+    if isinstance(first, SlidingWindowMLASpec):
+        if not all(isinstance(s, SlidingWindowMLASpec) for s in specs):
+            raise AssertionError("All attention layers in the same KV cache group must be "
+                                 "SlidingWindowMLASpec.")
+        keys = ("cache_dtype_str", "tokens_per_state", "model_version", "sliding_window",
+                "extra_retained_tokens", "block_stride_alignment", "kv_quant_mode", "alignment",
+                "dcp_sharded", "max_tp_shards")
+        if any(len({getattr(s, k) for s in specs}) != 1 for k in keys):
+            raise AssertionError(
+                "All attention layers in the same KV cache group must use the same "
+                "quantization method, tokens per state, model version, sliding window size, "
+                "retained token count, replay policy, KV quant mode and alignment.")
+        return first.with_changes(is_draft=False)
+    if isinstance(first, MLAAttentionSpec):
+        if not all(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise AssertionError("All attention layers in the same KV cache group must be "
+                                 "MLAAttentionSpec.")
+        keys = ("cache_dtype_str", "tokens_per_state", "model_version", "block_stride_alignment")
+        if any(len({getattr(s, k) for s in specs}) != 1 for k in keys):
+            raise AssertionError(
+                "All attention layers in the same KV cache group must use the same "
+                "quantization method, top-k buffer width, tokens per state, model version, "
+                "cache role, index-sharing role, and block stride alignment.")
+        # MLAAttentionSpec.merge rebuilds cls(...) without windows or alignment
+        merged = first.with_changes(is_draft=False, sliding_window=None,
+                                    attention_chunk_size=None, alignment=None)
+        _check_attention_fields(specs, merged)
+        return merged
+    if isinstance(first, FullAttentionSpec):  # Full and SinkFull
+        if not all(isinstance(s, FullAttentionSpec) for s in specs):
+            raise AssertionError("All attention layers in the same KV cache group must be "
+                                 "FullAttentionSpec.")
+        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        sliding_window = _merge_window_sizes(windows)
+        chunk = _merge_window_sizes(chunks)
+        if any(isinstance(s, MLAAttentionSpec) for s in specs):
+            raise AssertionError("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
+        changes: dict[str, object] = dict(
+            is_draft=False, sliding_window=sliding_window, attention_chunk_size=chunk,
+            non_causal=any(s.non_causal for s in specs))
+        merged = first.with_changes(**changes)
+        _check_attention_fields(specs, merged)
+        if sliding_window is not None and chunk is not None:
+            raise AssertionError("Model with both sliding window layers and chunked local "
+                                 "attention layers is not supported.")
+        return merged
+    # vLLM: KVCacheSpec.merge — every spec must be equal
+    if not all(s == first for s in specs[1:]):
+        raise AssertionError("All layers in the same KV cache group must be the same.")
+    return first
+
+
+# ---- the decision tree ---------------------------------------------------------------------
+
+def is_kv_cache_spec_uniform(specs: Specs) -> bool:
+    """vLLM: is_kv_cache_spec_uniform (catches AssertionError only)."""
+    if not specs:
+        return True
+    try:
+        merge_specs(list(specs.values()))
+    except AssertionError:
+        return False
+    return True
+
+
+def uniform_type_specs(specs: Specs) -> UniformTypeKVCacheSpecs | None:
+    """vLLM: UniformTypeKVCacheSpecs.from_specs / is_uniform_type."""
+    values = list(specs.values())
+    if len({s.block_size for s in values}) > 1:
+        return None
+    if len({s.dcp_sharded for s in values}) > 1:
+        return None
+    if not is_uniform_with_collection(values[0], values):
+        return None
+    return UniformTypeKVCacheSpecs(block_size=values[0].block_size,
+                                   dcp_sharded=values[0].dcp_sharded,
+                                   kv_cache_specs=tuple(specs.items()))
+
+
+def unify_page_size_released(specs: Specs) -> Specs:
+    """vLLM: unify_kv_cache_spec_page_size as released (pad branch keeps block_size)."""
+    page_sizes = {s.page_size_bytes for s in specs.values()}
+    if len(page_sizes) <= 1:
+        return specs
+    max_page = max(page_sizes)
+    out: Specs = {}
+    for name, spec in specs.items():
+        page = spec.page_size_bytes
+        if page == max_page:
+            new = spec
+        elif isinstance(spec, MambaSpec):
+            new = spec.with_changes(page_size_padded=max_page)
+        elif max_page % page == 0:
+            new = spec.with_changes(block_size=spec.block_size * (max_page // page))
+        elif isinstance(spec, AttentionSpec) and not isinstance(spec, MLAAttentionSpec):
+            new = spec.with_changes(page_size_padded=max_page)
+        else:
+            raise NotImplementedError(
+                f"Layer {name}: page size is not divisible by the maximum page size and "
+                "cannot be padded. Padding is only supported for non-MLA attention layers.")
+        if new.page_size_bytes != max_page:
+            raise AssertionError()  # vLLM: bare assert new_spec.page_size_bytes == max_page_size
+        out[name] = new
+    return out
+
+
+def _plain_attention(spec: KVCacheSpec) -> bool:
+    return isinstance(spec, AttentionSpec) and not isinstance(spec, MLAAttentionSpec)
+
+
+def _scale_then_pad(spec: AttentionSpec, max_page: int) -> KVCacheSpec:
+    """PR #53499: ratio from the unpadded page, scale by its whole part, then pad the rest."""
+    ratio = max_page // spec.unpadded_page_size_bytes
+    block_size = spec.block_size * ratio if ratio >= 2 else spec.block_size
+    new = spec.with_changes(block_size=block_size, page_size_padded=None)
+    assert isinstance(new, AttentionSpec)
+    if new.unpadded_page_size_bytes != max_page:
+        new = new.with_changes(page_size_padded=max_page)
+    return new
+
+
+def unify_page_size_fixed(specs: Specs) -> Specs:
+    """unify_kv_cache_spec_page_size with the scale-before-pad fix of vLLM PR #53499.
+
+    Non-MLA attention layers that the released code pads (or scales from a stale padded page)
+    are recomputed from their unpadded page; MLA and Mamba keep the released behaviour.
+    """
+    page_sizes = {s.page_size_bytes for s in specs.values()}
+    if len(page_sizes) <= 1:
+        return specs
+    max_page = max(page_sizes)
+    held_back = {
+        name for name, s in specs.items()
+        if _plain_attention(s) and s.page_size_padded is not None  # type: ignore[attr-defined]
+        and s.page_size_bytes != max_page and max_page % s.page_size_bytes == 0
+    }
+    released = unify_page_size_released({n: s for n, s in specs.items() if n not in held_back})
+    out: Specs = {}
+    for name, spec in specs.items():
+        if name in held_back:
+            new = _scale_then_pad(spec, max_page)  # type: ignore[arg-type]
+        else:
+            new = released[name]
+            if (_plain_attention(spec) and spec.page_size_bytes != max_page
+                    and new.block_size == spec.block_size
+                    and new.page_size_padded == max_page):  # type: ignore[attr-defined]
+                new = _scale_then_pad(spec, max_page)  # type: ignore[arg-type]
+        if new.page_size_bytes != max_page:
+            raise AssertionError()
+        out[name] = new
+    return out
+
+
+def group_uniform_page_size(specs: Specs) -> tuple[list[KVCacheGroup], list[tuple[int, float]]]:
+    """vLLM: _get_kv_cache_groups_uniform_page_size (buckets, group_size, layers[i::n])."""
+    same_type: dict[KVCacheSpec, list[str]] = {}
+    for name, spec in specs.items():
+        same_type.setdefault(spec, []).append(name)
+    layer_buckets: list[list[str]] = []
+    spec_buckets: list[list[KVCacheSpec]] = []
+    for spec, names in same_type.items():
+        for bucket_names, bucket_specs in zip(layer_buckets, spec_buckets, strict=True):
+            try:
+                merge_specs([*bucket_specs, spec])
+            except (AssertionError, ValueError):
+                continue
+            bucket_names.extend(names)
+            bucket_specs.append(spec)
+            break
+        else:
+            layer_buckets.append(list(names))
+            spec_buckets.append([spec])
+    min_layers = min(len(b) for b in layer_buckets)
+    max_layers = max(len(b) for b in layer_buckets)
+    group_size = max_layers if max_layers < min_layers * 1.5 else min_layers
+    grouped: list[list[str]] = []
+    padding: list[tuple[int, float]] = []
+    for layers in layer_buckets:
+        num_padding = group_size - len(layers) % group_size
+        if num_padding != group_size:
+            padding.append((num_padding, num_padding / len(layers) * 100))
+        num_groups = cdiv(len(layers), group_size)
+        for i in range(num_groups):
+            grouped.append(layers[i::num_groups])
+    return [_make_group(specs, names) for names in grouped], padding
+
+
+def _make_group(specs: Specs, names: Sequence[str]) -> KVCacheGroup:
+    # vLLM: create_kv_cache_group_specs — the group's spec is specs[0].merge(specs)
+    return KVCacheGroup(tuple(names), merge_specs([specs[n] for n in names]))
+
+
+_PROMOTIONS: tuple[tuple[type, type], ...] = (
+    (SlidingWindowMLASpec, MLAAttentionSpec),
+    (SlidingWindowSpec, FullAttentionSpec),
+    (ChunkedLocalAttentionSpec, FullAttentionSpec),
+)
+
+
+def _replace_as(spec: KVCacheSpec, target: type, **changes: object) -> KVCacheSpec:
+    """vLLM: kv_cache_interface.replace_as (drops extra_retained_tokens)."""
+    target_fields = {f.name for f in fields(target)}
+    kwargs = {f.name: getattr(spec, f.name) for f in fields(spec)
+              if f.name in target_fields and f.name != "extra_retained_tokens"}
+    kwargs.update(changes)
+    return target(**kwargs)  # type: ignore[no-any-return]
+
+
+def promote_local_specs(specs: Specs) -> Specs:
+    """vLLM: _promote_local_kv_cache_specs — local attention allocated as full attention."""
+    promoted = dict(specs)
+    if is_kv_cache_spec_uniform(promoted) or uniform_type_specs(promoted) is not None:
+        return promoted
+    values = list(promoted.values())
+    has_full = any(isinstance(s, FullAttentionSpec) for s in values)
+    has_sw = any(isinstance(s, SlidingWindowSpec) for s in values)
+    has_chunked = any(isinstance(s, ChunkedLocalAttentionSpec) for s in values)
+    full_blocks = {s.block_size for s in values if isinstance(s, FullAttentionSpec)}
+    full_block = next(iter(full_blocks)) if len(full_blocks) == 1 else None
+    if has_full and (has_sw or has_chunked):
+        for name, spec in specs.items():
+            target = next((t for c, t in _PROMOTIONS if isinstance(spec, c)), None)
+            if target is None:
+                continue
+            assert isinstance(spec, AttentionSpec)
+            block_size = full_block or spec.block_size
+            padded = None
+            if spec.page_size_padded is not None:
+                unpadded = spec.unpadded_page_size_bytes * block_size // spec.block_size
+                padded = max(spec.page_size_padded, unpadded)
+            promoted[name] = _replace_as(spec, target, block_size=block_size,
+                                         page_size_padded=padded)
+    if not (is_kv_cache_spec_uniform(promoted) or uniform_type_specs(promoted) is not None):
+        raise ValueError("Failed to promote local KV cache specs to one unified type.")
+    return promoted
+
+
+def unify_hybrid_specs(specs: Specs) -> tuple[Specs, bool]:
+    """vLLM: unify_hybrid_kv_cache_specs (run separately for replicated / DCP-sharded specs)."""
+    parts: dict[bool, Specs] = {}
+    for name, spec in specs.items():
+        replicated = isinstance(spec, AttentionSpec) and not spec.dcp_sharded
+        parts.setdefault(replicated, {})[name] = spec
+    out = dict(specs)
+    changed = False
+    for part in parts.values():
+        promoted = promote_local_specs(part)
+        if promoted != part:
+            out.update(promoted)
+            changed = True
+    return out, changed
+
+
+def _full_allocation_fallback(specs: Specs) -> list[KVCacheGroup] | None:
+    """vLLM: _try_get_full_allocation_fallback_groups (MLA next to a sliding-window layer)."""
+    values = list(specs.values())
+    if any(isinstance(s, ChunkedLocalAttentionSpec) for s in values):
+        return None
+    if not (any(isinstance(s, MLAAttentionSpec) for s in values)
+            and any(isinstance(s, SlidingWindowSpec) for s in values)):
+        return None
+    try:
+        promoted = promote_local_specs(specs)
+    except ValueError:
+        return None
+    uniform = uniform_type_specs(promoted)
+    if uniform is None:
+        return None
+    return [KVCacheGroup(tuple(promoted), uniform)]
+
+
+def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool = False,
+                        with_fix: bool = False) -> GroupingResult:
+    """vLLM: kv_cache_planning.get_kv_cache_groups (default layer-outermost layout)."""
+    promoted_hybrid = False
+    if disable_hybrid_kv_cache_manager:
+        specs, promoted_hybrid = unify_hybrid_specs(specs)
+    if not specs:
+        return GroupingResult((), "empty", specs)
+    if is_kv_cache_spec_uniform(specs):
+        return GroupingResult((_make_group(specs, list(specs)),), "uniform_spec", specs,
+                              promoted_hybrid=promoted_hybrid)
+    uniform = uniform_type_specs(specs)
+    if uniform is not None:
+        return GroupingResult((KVCacheGroup(tuple(specs), uniform),), "uniform_type", specs,
+                              promoted_hybrid=promoted_hybrid)
+    unify = unify_page_size_fixed if with_fix else unify_page_size_released
+    try:
+        unified = unify(specs)
+    except NotImplementedError:
+        fallback = _full_allocation_fallback(specs)
+        if fallback is None:
+            raise
+        return GroupingResult(tuple(fallback), "full_allocation_fallback", specs,
+                              promoted_hybrid=promoted_hybrid)
+    groups, padding = group_uniform_page_size(unified)
+    return GroupingResult(tuple(groups), "uniform_page_size", unified, tuple(padding),
+                          promoted_hybrid)

@@ -1,0 +1,102 @@
+"""What differs between vLLM releases, as data in one place (see shared docs/vllm-versions.md)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from kvplan.errors import InputError
+
+
+class SwBlockRule(StrEnum):
+    """How a sliding-window layer picks its block (vLLM: attention.Attention.get_kv_cache_spec)."""
+
+    PRIMARY_BLOCK = "primary_block"  # 0.30–0.33: largest kernel block within the primary page
+    PREFER_DIVISOR = "prefer_divisor"  # 0.34: as above, preferring a divisor of the primary block
+
+
+class PoolStrideRule(StrEnum):
+    """vLLM: _get_kv_cache_bytes_per_block (layer-outermost layouts)."""
+
+    SUM_THEN_ROUND = "sum_then_round"  # 0.31: round_up(Σ pages, lcm(alignments))
+    PER_LAYER_ROUND = "per_layer_round"  # 0.32+: Σ round_up(page, alignment)
+
+
+class ErrorText(StrEnum):
+    A = "A"  # 0.31–0.33
+    B = "B"  # 0.34
+
+
+class VllmProfile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    version: str
+    default_block_size: int  # vLLM: CacheConfig.DEFAULT_BLOCK_SIZE
+    sw_block_rule: SwBlockRule
+    pool_stride_rule: PoolStrideRule
+    error_text: ErrorText
+    mamba_cache_modes: tuple[str, ...]
+    # vLLM: VllmConfig.max_concurrent_batches — V1 runner keeps pp (or 2 at pp=1) with async.
+    v1_runner_async_pp_plus_one: bool
+    # _align_hybrid_block_size: lcm of every backend's smallest kernel block (0.32+)
+    hybrid_align_backend_lcm: bool
+    # _align_hybrid_block_size: lcm with the Mamba prefill-checkpoint alignment (0.33+)
+    hybrid_align_checkpoint: bool
+    # MambaMixer2.get_kv_cache_spec sets num_prefill_checkpoint_blocks=1 (0.32+)
+    mamba2_checkpoint_block: bool
+    # default gpu_memory_utilization; 0.34 uses 1.0 with the extensible KV cache
+    default_gpu_memory_utilization: float
+    extensible_kv_cache_default: bool
+    # draft groups marked via KVCacheSpec.is_draft (0.33+)
+    has_is_draft: bool
+    planner_module: str
+    fp8_ds_mla_row_bytes: int = 656
+
+
+PROFILES: dict[str, VllmProfile] = {
+    p.version: p
+    for p in (
+        VllmProfile(version="0.31.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
+                    pool_stride_rule=PoolStrideRule.SUM_THEN_ROUND, error_text=ErrorText.A,
+                    mamba_cache_modes=("all", "align", "none"), v1_runner_async_pp_plus_one=False,
+                    hybrid_align_backend_lcm=False, hybrid_align_checkpoint=False,
+                    mamba2_checkpoint_block=False, default_gpu_memory_utilization=0.92,
+                    extensible_kv_cache_default=False, has_is_draft=False,
+                    planner_module="vllm.v1.core.kv_cache_utils"),
+        VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
+                    pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
+                    mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
+                    hybrid_align_backend_lcm=True, hybrid_align_checkpoint=False,
+                    mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
+                    extensible_kv_cache_default=False, has_is_draft=False,
+                    planner_module="vllm.v1.core.kv_cache_utils"),
+        VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
+                    pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
+                    mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
+                    hybrid_align_backend_lcm=True, hybrid_align_checkpoint=True,
+                    mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
+                    extensible_kv_cache_default=False, has_is_draft=True,
+                    planner_module="vllm.v1.core.kv_cache_planning"),
+        VllmProfile(version="0.34.0", default_block_size=64, sw_block_rule=SwBlockRule.PREFER_DIVISOR,
+                    pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.B,
+                    mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=True,
+                    hybrid_align_backend_lcm=True, hybrid_align_checkpoint=True,
+                    mamba2_checkpoint_block=True, default_gpu_memory_utilization=1.0,
+                    extensible_kv_cache_default=True, has_is_draft=True,
+                    planner_module="vllm.v1.core.kv_cache_planning"),
+    )
+}
+DEFAULT_VERSION = "0.34.0"
+SUPPORTED_VERSIONS = tuple(PROFILES)
+
+
+def get_profile(version: str | None) -> VllmProfile:
+    v = (version or DEFAULT_VERSION).strip().lstrip("v")
+    if v.count(".") == 1:
+        v += ".0"
+    try:
+        return PROFILES[v]
+    except KeyError:
+        raise InputError(f"unknown vLLM release {version!r}",
+                         hint=f"supported: {', '.join(SUPPORTED_VERSIONS)}") from None

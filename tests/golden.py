@@ -1,0 +1,63 @@
+"""Golden cases: vLLM's own planner outputs (shared/golden), plus any folder in KVPLAN_GOLDEN_DIR."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+BUNDLED = Path(__file__).parent / "data" / "golden"
+VERSIONS = ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
+# The contract of shared/golden/README.md; other output fields are informational.
+CONTRACT_KEYS = ("pool_bytes_per_block", "total_blocks_per_request", "total_bytes_needed",
+                 "total_gib_needed", "check_memory_bytes", "fits", "error", "grouping_error",
+                 "estimated_max_model_len", "max_model_len_after_planning", "num_blocks",
+                 "max_concurrency", "kv_cache_size_tokens", "capacity_log_line")
+GROUP_KEYS = ("layer_names", "spec_type", "kind", "block_size", "page_size_bytes",
+              "page_size_padded", "padded", "blocks_per_request", "layer_specs",
+              "max_memory_usage_bytes")
+
+
+def golden_dirs() -> list[Path]:
+    dirs = [BUNDLED]
+    extra = os.environ.get("KVPLAN_GOLDEN_DIR")
+    if extra:
+        dirs += [Path(p) for p in extra.split(os.pathsep) if p]
+    return dirs
+
+
+def golden_runs() -> list[tuple[Path, str, bool, Path]]:
+    """(case file, version, patched, expected file) for every expected file present."""
+    runs = []
+    for root in golden_dirs():
+        for case in sorted((root / "cases").glob("*.json")):
+            if case.name.endswith(".out.json"):
+                continue
+            for version in VERSIONS:
+                for patched in (False, True):
+                    exp = root / "expected" / f"{case.stem}.{version}{'.patched' if patched else ''}.json"
+                    if exp.exists():
+                        runs.append((case, version, patched, exp))
+    return runs
+
+
+def contract(d: dict[str, Any]) -> dict[str, Any]:
+    """The contract subset of an expected (or kvplan-produced) output."""
+    out: dict[str, Any] = {}
+    for key in CONTRACT_KEYS:
+        if key in ("error", "grouping_error"):
+            err = d.get(key)
+            out[key] = None if not err else {"type": err["type"], "message": err["message"]}
+        else:
+            out[key] = d.get(key)
+    if d.get("grouping_error"):
+        # vLLM stops before any of the numbers exist
+        return {"fits": False, "grouping_error": out["grouping_error"], "error": out["error"]}
+    out["groups"] = [{k: g.get(k) for k in GROUP_KEYS} for g in d.get("groups", [])]
+    return out
+
+
+def load(path: Path) -> dict[str, Any]:
+    with open(path) as f:
+        return json.load(f)  # type: ignore[no-any-return]
