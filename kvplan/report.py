@@ -1,0 +1,171 @@
+"""Render a `Plan`: rich table, JSON, markdown. Renders only; never computes a number."""
+
+from __future__ import annotations
+
+import json
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from kvplan.plan import GroupRow, Plan, Verdict
+
+
+def _b(n: int) -> str:
+    return f"{n:,}"
+
+
+def _kib(n: int) -> str:
+    v = n / 1024
+    return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
+
+
+def _size(n: int) -> str:
+    """Human page size: 65,536 → 64 KiB; 3,354,624 → 3.2 MiB (exact bytes are in --json)."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= factor:
+            v = n / factor
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.2f} {unit}"
+    return f"{n} B"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.2f} MiB"
+
+
+def _workers(values: list, fmt=str) -> str:  # type: ignore[no-untyped-def,type-arg]
+    return " / ".join(fmt(v) for v in values)
+
+
+SHORT_KIND = {"full_attention": "full", "sliding_window": "swa", "mla_attention": "mla",
+              "sliding_window_mla": "swa-mla", "chunked_local_attention": "chunked",
+              "cross_attention": "cross", "encoder_only_attention": "encoder",
+              "sink_full_attention": "sink", "mamba": "mamba"}
+
+
+def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
+    """Consecutive groups with the same numbers become one row ("0-9", ×10)."""
+    rows: list[tuple[str, GroupRow, int]] = []
+    for g in plan.groups:
+        key = (g.kind, g.is_draft, g.block_size_tokens, g.page_size_bytes, g.blocks_per_request)
+        if rows:
+            ids, first, count = rows[-1]
+            if (first.kind, first.is_draft, first.block_size_tokens, first.page_size_bytes,
+                    first.blocks_per_request) == key:
+                rows[-1] = (f"{first.group_id}-{g.group_id}", first, count + 1)
+                continue
+        rows.append((str(g.group_id), g, 1))
+    return rows
+
+
+def render_table(plan: Plan, console: Console) -> None:
+    head = Text()
+    head.append("kvplan", style="bold")
+    head.append(f"  model {plan.model}")
+    if plan.draft:
+        head.append(f"  draft {plan.draft}")
+    head.append(f"  vLLM {plan.vllm_version}{' + PR #53499 fix' if plan.with_fix else ''}")
+    if plan.gpu:
+        head.append(f"  GPU {plan.gpu}")
+    console.print(head)
+    console.print(f"budget ({escape(plan.budget_mode)}): "
+                  f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
+                  f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
+                  f"{plan.max_num_batched_tokens:,} ({plan.max_in_flight_tokens:,} in flight)")
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    if plan.verdict is Verdict.CANNOT_GROUP:
+        console.print(Text("CANNOT GROUP", style="bold red"),
+                      f"vLLM fails while grouping the layers: {escape(plan.error_type or '')}: "
+                      f"{escape(plan.error_message or '(no message)')}")
+        return
+    table = Table(title="KV cache groups: block demand of one request at max_model_len",
+                  title_justify="left", show_lines=False, pad_edge=False,
+                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    table.add_column("grp", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("layers", justify="right", no_wrap=True)
+    table.add_column("block", justify="right", no_wrap=True)
+    table.add_column("page KiB", justify="right", no_wrap=True)
+    table.add_column("pad %", justify="right", no_wrap=True)
+    table.add_column("blk/req", justify="right", no_wrap=True)
+    table.add_column("GiB/req", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    legend: list[str] = []
+    for ids, g, count in _collapse(plan):
+        page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
+                else f"{_kib(g.natural_page_size_bytes)}→{_kib(g.page_size_bytes)}")
+        kind = SHORT_KIND.get(g.kind, g.kind) + ("·draft" if g.is_draft else "")
+        pad_style = "red" if g.padding_pct >= 50 else ""
+        per_group = f" ×{count}" if count > 1 else ""
+        legend.append(f"{ids}: {escape(g.layers)}")
+        table.add_row(ids, kind, f"{g.num_layers}{per_group}",
+                      _b(g.block_size_tokens), page,
+                      Text(f"{g.padding_pct:.1f}", style=pad_style),
+                      _b(g.blocks_per_request * count),
+                      f"{g.bytes_per_request * count / 2**30:.2f}",
+                      f"{g.share_of_total_pct * count:.1f}%")
+    console.print(table)
+    console.print("[dim]layers " + "  ·  ".join(legend) + "[/]")
+    for w in plan.padding_layer_warnings:
+        console.print(f"[dim]vLLM: {escape(w)}[/]")
+    console.print(
+        f"pool bytes per block {_workers(plan.pool_bytes_per_block, _b)}  ·  blocks per request "
+        f"{plan.total_blocks_per_request:,}  ·  KV needed {_workers(plan.total_bytes_needed, _b)} B"
+        f" ({_workers(plan.total_gib_needed)} GiB) vs available after the null block "
+        f"{_workers(plan.check_memory_bytes, _b)} B ({_workers(plan.check_gib)} GiB)")
+    if plan.fits:
+        margin = plan.margin_bytes or 0
+        console.print(Text("FITS", style="bold green"),
+                      f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
+        if plan.max_model_len_after_planning != plan.max_model_len:
+            console.print(f"auto-fit: max_model_len reduced from {plan.max_model_len:,} to "
+                          f"{plan.max_model_len_after_planning:,}")
+        if plan.capacity_log_line:
+            console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
+    else:
+        margin = plan.margin_bytes
+        short = f"short by {-margin:,} B ({-margin / 2**30:.2f} GiB)" if margin is not None else ""
+        console.print(Text("DOES NOT FIT", style="bold red"), short)
+        if plan.estimated_max_model_len:
+            console.print(f"largest max_model_len that fits: "
+                          f"{_workers(plan.estimated_max_model_len, lambda v: f'{v:,}')}")
+        if plan.error_message:
+            console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
+                          f"{escape(plan.error_message)}", soft_wrap=True)
+
+
+def render_json(plan: Plan) -> str:
+    return json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False)
+
+
+def render_markdown(plan: Plan) -> str:
+    lines = [f"### kvplan: `{plan.model}`" + (f" + draft `{plan.draft}`" if plan.draft else ""),
+             "",
+             f"vLLM {plan.vllm_version}{' + PR #53499 fix' if plan.with_fix else ''}"
+             + (f" · GPU {plan.gpu}" if plan.gpu else "")
+             + f" · max_model_len {plan.max_model_len:,} · budget {plan.budget_mode}", ""]
+    if plan.verdict is Verdict.CANNOT_GROUP:
+        lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
+        return "\n".join(lines) + "\n"
+    lines += ["| grp | kind | layers | block | page B | pad % | blocks/req | share |",
+              "|---:|---|---|---:|---:|---:|---:|---:|"]
+    for g in plan.groups:
+        lines.append(f"| {g.group_id} | {g.kind}{' (draft)' if g.is_draft else ''} | "
+                     f"{g.num_layers} · `{g.layers}` | {g.block_size_tokens:,} | "
+                     f"{g.page_size_bytes:,} | {g.padding_pct:.1f} | {g.blocks_per_request:,} | "
+                     f"{g.share_of_total_pct:.1f}% |")
+    lines += ["", f"Pool bytes per block {', '.join(f'{p:,}' for p in plan.pool_bytes_per_block)};"
+              f" {plan.total_blocks_per_request:,} blocks per request; needed "
+              f"{' / '.join(plan.total_gib_needed)} GiB vs {' / '.join(plan.check_gib)} GiB.", ""]
+    if plan.fits:
+        lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
+                     f"`{plan.capacity_log_line}`")
+    else:
+        lines.append(f"**DOES NOT FIT** — largest max_model_len that fits: "
+                     f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")
+        if plan.error_message:
+            lines += ["", f"> {plan.error_message}"]
+    return "\n".join(lines) + "\n"
