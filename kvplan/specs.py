@@ -75,14 +75,19 @@ class KVCacheSpec:
             return 1
         return self.with_changes(block_size=kernel_block_size).page_size_bytes
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        """Blocks one request at max_model_len holds: max_memory_usage_bytes / page."""
         raise NotImplementedError
+
+    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+        """vLLM: <Spec>.max_memory_usage_bytes."""
+        return self.blocks_per_request(s) * self.page_size_bytes
 
     def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
         return cdiv(max_len, self.block_size)
 
     def with_changes(self, **changes: object) -> KVCacheSpec:
-        kwargs = {f.name: getattr(self, f.name) for f in fields(self)}
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         kwargs.update(changes)
         return type(self)(**kwargs)
 
@@ -152,12 +157,12 @@ class FullAttentionSpec(AttentionSpec):
     attention_chunk_size: int | None = None
     non_causal: bool = False
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
         # vLLM: FullAttentionSpec.max_memory_usage_bytes (DCP shards the context)
         max_model_len = s.max_model_len
         if self.dcp_sharded and s.decode_context_parallel_size > 1:
             max_model_len = cdiv(max_model_len, s.decode_context_parallel_size)
-        return cdiv(max_model_len, self.block_size) * self.page_size_bytes
+        return cdiv(max_model_len, self.block_size)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -192,7 +197,7 @@ class SlidingWindowSpec(AttentionSpec):
     sliding_window: int
     extra_retained_tokens: int = 0
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
         # vLLM: SlidingWindowSpec.max_admission_blocks_per_request (+1: window may straddle)
         if self.dcp_sharded and s.decode_context_parallel_size != 1:
             raise AssertionError("DCP not support sliding window.")
@@ -200,7 +205,7 @@ class SlidingWindowSpec(AttentionSpec):
             self.sliding_window - 1 + self.extra_retained_tokens + s.max_in_flight_tokens,
             s.max_model_len,
         )
-        return (cdiv(num_tokens, self.block_size) + 1) * self.page_size_bytes
+        return cdiv(num_tokens, self.block_size) + 1
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -226,25 +231,25 @@ class ChunkedLocalAttentionSpec(AttentionSpec):
 
     attention_chunk_size: int
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
         # vLLM: ChunkedLocalAttentionSpec.max_admission_blocks_per_request
         num_tokens = min(self.attention_chunk_size + s.max_in_flight_tokens, s.max_model_len)
-        return cdiv(num_tokens, self.block_size) * self.page_size_bytes
+        return cdiv(num_tokens, self.block_size)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CrossAttentionSpec(AttentionSpec):
     """vLLM: CrossAttentionSpec — caches the encoder states."""
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
-        return cdiv(s.max_num_encoder_input_tokens, self.block_size) * self.page_size_bytes
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        return cdiv(s.max_num_encoder_input_tokens, self.block_size)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EncoderOnlyAttentionSpec(AttentionSpec):
     """vLLM: EncoderOnlyAttentionSpec — no KV cache needed."""
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
         return 0
 
 
@@ -273,14 +278,19 @@ class MambaSpec(KVCacheSpec):
     num_prefill_checkpoint_blocks: int = 0
     prefill_checkpoint_alignment: int | None = None
     tp_replicated: bool = False
+    _state_bytes: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.shapes) != len(self.dtypes):
+            raise ValueError("MambaSpec needs one dtype per state shape")
+        # vLLM: MambaSpec.state_content_size_bytes (each state rounded to state_alignment)
+        object.__setattr__(self, "_state_bytes", sum(
+            round_up(prod(shape) * dtype_size_bytes(dt), self.state_alignment)
+            for shape, dt in zip(self.shapes, self.dtypes, strict=True)))
 
     @property
     def state_content_size_bytes(self) -> int:
-        # vLLM: MambaSpec.state_content_size_bytes (each state rounded to state_alignment)
-        return sum(
-            round_up(prod(shape) * dtype_size_bytes(dt), self.state_alignment)
-            for shape, dt in zip(self.shapes, self.dtypes, strict=True)
-        )
+        return self._state_bytes
 
     @property
     def unpadded_page_size_bytes(self) -> int:
@@ -301,16 +311,15 @@ class MambaSpec(KVCacheSpec):
             return 2 + self.num_speculative_blocks + self.num_prefill_checkpoint_blocks
         return 1 + self.num_speculative_blocks
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
+    def blocks_per_request(self, s: DemandSettings) -> int:
         if s.mamba_cache_mode == "all":  # vLLM 0.31 only: a state per block of the context
-            blocks = cdiv(s.max_model_len, self.block_size) + self.num_speculative_blocks
-            return self.page_size_bytes * blocks
-        return self.page_size_bytes * self.state_blocks_per_request(s.mamba_cache_mode)
+            return cdiv(s.max_model_len, self.block_size) + self.num_speculative_blocks
+        return self.state_blocks_per_request(s.mamba_cache_mode)
 
     def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
         if s.mamba_cache_mode == "align":
             return cdiv(max_len, self.block_size) + self.num_speculative_blocks
-        return cdiv(self.max_memory_usage_bytes(s), self.page_size_bytes)
+        return self.blocks_per_request(s)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -332,13 +341,10 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         return sum(spec.page_size_bytes for _, spec in self.kv_cache_specs)
 
     def max_memory_usage_pages(self, s: DemandSettings) -> int:
-        return max(
-            cdiv(spec.max_memory_usage_bytes(s), spec.page_size_bytes)
-            for _, spec in self.kv_cache_specs
-        )
+        return max(spec.blocks_per_request(s) for _, spec in self.kv_cache_specs)
 
-    def max_memory_usage_bytes(self, s: DemandSettings) -> int:
-        return self.max_memory_usage_pages(s) * self.page_size_bytes
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        return self.max_memory_usage_pages(s)
 
     def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
         widths = {spec.max_num_blocks_per_req(s, max_len) for _, spec in self.kv_cache_specs}

@@ -107,7 +107,8 @@ def normalize_torch_dtype(name: str) -> str:
 
 def dtype_size_bytes(torch_dtype: str) -> int:
     """vLLM: utils.torch_utils.get_dtype_size."""
-    return TORCH_DTYPE_BYTES[normalize_torch_dtype(torch_dtype)]
+    size = TORCH_DTYPE_BYTES.get(torch_dtype)
+    return size if size is not None else TORCH_DTYPE_BYTES[normalize_torch_dtype(torch_dtype)]
 
 
 def normalize_kv_cache_dtype(kv_cache_dtype: str) -> str:

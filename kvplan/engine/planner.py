@@ -176,9 +176,8 @@ def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile) -
 
 def group_blocks_per_request(spec: KVCacheSpec, s: DemandSettings) -> int:
     """Blocks one request at max_model_len takes from the pool for this group."""
-    if isinstance(spec, UniformTypeKVCacheSpecs):
-        return spec.max_memory_usage_pages(s)
-    return cdiv(spec.max_memory_usage_bytes(s), spec.page_size_bytes)
+    # vLLM: cdiv(max_memory_usage_bytes, page_size_bytes), which is the spec's block count
+    return spec.blocks_per_request(s)
 
 
 def needed_bytes(groups: Sequence[KVCacheGroup], s: DemandSettings, pool: int) -> int:
@@ -375,7 +374,7 @@ def plan(inp: PlannerInput) -> EngineResult:
     per_req = 0
     for g in projected[0]:
         spec = g.spec.first_spec if isinstance(g.spec, UniformTypeKVCacheSpecs) else g.spec
-        per_req += cdiv(spec.max_memory_usage_bytes(s_final), spec.page_size_bytes)
+        per_req += spec.blocks_per_request(s_final)
     concurrency = num_blocks / per_req if per_req else None
     tokens = int(concurrency * max_model_len) if concurrency is not None else None
     return EngineResult(

@@ -1,0 +1,82 @@
+"""`make bench`: planner speed, max-len search, cold start of the CLI, peak memory."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kvplan.engine.planner import PlannerInput, plan
+from kvplan.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.specfile import load_spec_file
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "tests" / "data" / "golden" / "cases" / "seed_dflash_qwen35_27b.json"
+
+
+def hybrid_100_layers() -> PlannerInput:
+    """75 GDN-like Mamba + 25 nvfp4-packed full attention + 5 bf16 SW draft layers."""
+    full = FullAttentionSpec(block_size=2912, num_kv_heads=4, head_size=256, dtype="uint8",
+                             num_head_slots=8, state_content_bytes=144)
+    mamba = MambaSpec(block_size=2912, shapes=((10, 10240), (48, 128, 128)),
+                      dtypes=("bfloat16", "float32"), num_speculative_blocks=7,
+                      page_size_padded=full.page_size_bytes)
+    draft = SlidingWindowSpec(block_size=16, num_kv_heads=8, head_size=128, dtype="bfloat16",
+                              sliding_window=2048, is_draft=True)
+    specs = {}
+    for i in range(100):
+        specs[f"model.layers.{i}"] = full if i % 4 == 3 else mamba
+    for i in range(5):
+        specs[f"drafter.layers.{i}"] = draft
+    return PlannerInput(worker_specs=(specs,), available_kv_bytes=(32 << 30,),
+                        max_model_len=262144, max_num_batched_tokens=16384,
+                        mamba_cache_mode="align", num_speculative_tokens=7)
+
+
+def timeit(fn, min_seconds: float = 1.0) -> tuple[float, int]:
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < min_seconds:
+        fn()
+        n += 1
+    return (time.perf_counter() - start) / n, n
+
+
+def cold_start(args: list[str], runs: int = 7) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "kvplan.cli", *args], capture_output=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    inp = hybrid_100_layers()
+    fitting = PlannerInput(**{**inp.__dict__, "available_kv_bytes": (64 << 30,)})
+    seed = load_spec_file(json.loads(SEED.read_text())).planner_input
+    rows = []
+    t, n = timeit(lambda: plan(fitting))
+    rows.append(("plan: 105-layer hybrid (fits, 1 max-len search)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    t, n = timeit(lambda: plan(inp))
+    rows.append(("plan: 105-layer hybrid (does not fit, 2 searches)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    t, n = timeit(lambda: plan(seed))
+    rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    rows.append(("cold start: kvplan --help", f"{cold_start(['--help']) * 1e3:.0f} ms", "median of 7"))
+    rows.append(("cold start: kvplan check --specs seed --json",
+                 f"{cold_start(['check', '--specs', str(SEED), '--json']) * 1e3:.0f} ms", "median of 7"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows.append(("peak RSS of this benchmark process", f"{peak:.0f} MiB", ""))
+    print(f"machine: {platform.machine()} · {platform.processor() or 'cpu'} · "
+          f"python {platform.python_version()}")
+    width = max(len(r[0]) for r in rows)
+    for name, value, extra in rows:
+        print(f"{name:<{width}}  {value:>10}  {extra}")
+
+
+if __name__ == "__main__":
+    main()
