@@ -90,10 +90,19 @@ def compact_layer_range(names: tuple[str, ...] | list[str]) -> str:
         return names[0]
     parts = [re.fullmatch(r"(.*?)(\d+)(\D*)", n) for n in names]
     if all(parts) and len({(m.group(1), m.group(3)) for m in parts if m}) == 1:
-        nums = [int(m.group(2)) for m in parts if m]
+        nums = sorted(int(m.group(2)) for m in parts if m)
         m0 = parts[0]
         assert m0 is not None
-        return f"{m0.group(1)}{{{min(nums)}..{max(nums)}}}{m0.group(3)}"
+        steps = {b - a for a, b in zip(nums, nums[1:], strict=False)}
+        if steps == {1}:
+            inner = f"{nums[0]}..{nums[-1]}"
+        elif len(steps) == 1:
+            inner = f"{nums[0]}..{nums[-1]}/{steps.pop()}"
+        elif len(nums) <= 6:
+            inner = ",".join(map(str, nums))
+        else:
+            inner = f"{nums[0]},{nums[1]},…,{nums[-1]}"
+        return f"{m0.group(1)}{{{inner}}}{m0.group(3)}"
     return f"{names[0]} … {names[-1]}"
 
 
