@@ -126,8 +126,8 @@ def render_table(plan: Plan, console: Console) -> None:
         if plan.capacity_log_line:
             console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
     else:
-        margin = plan.margin_bytes
-        short = f"short by {-margin:,} B ({-margin / 2**30:.2f} GiB)" if margin is not None else ""
+        short_by = plan.margin_bytes
+        short = f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)" if short_by is not None else ""
         console.print(Text("DOES NOT FIT", style="bold red"), short)
         if plan.estimated_max_model_len:
             console.print(f"largest max_model_len that fits: "

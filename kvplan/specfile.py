@@ -295,6 +295,8 @@ def _maybe_customize(spec: AttentionSpec, layer: Mapping[str, Any], where: str) 
 
 def _build_mamba(layer: Mapping[str, Any], case: Mapping[str, Any], model_dtype: str,
                  common: dict[str, Any], where: str) -> tuple[KVCacheSpec, Any]:
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
     if "gdn" in layer:
         g = layer["gdn"]
         if not isinstance(g, dict):
@@ -374,8 +376,10 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
         target = specs.get(pad["match_layer"])
         if target is None:
             raise InputError(f"layer {name!r}: match_layer {pad['match_layer']!r} does not exist")
-        specs[name] = replace(specs[name], page_size_padded=target.page_size_bytes)  # type: ignore[type-var]
-        if specs[name].page_size_bytes < specs[name].unpadded_page_size_bytes:  # type: ignore[attr-defined]
+        mamba = specs[name]
+        assert isinstance(mamba, MambaSpec)
+        specs[name] = padded = replace(mamba, page_size_padded=target.page_size_bytes)
+        if padded.page_size_padded is not None and padded.page_size_padded < padded.unpadded_page_size_bytes:
             raise InputError(f"layer {name!r}: padded page is smaller than its state")
 
     workers_raw = case.get("workers")

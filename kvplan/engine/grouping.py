@@ -90,7 +90,8 @@ def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
         if not all(isinstance(s, MLAAttentionSpec) for s in specs):
             raise AssertionError("All attention layers in the same KV cache group must be "
                                  "MLAAttentionSpec.")
-        keys = ("cache_dtype_str", "tokens_per_state", "model_version", "block_stride_alignment")
+        keys = ("cache_dtype_str", "tokens_per_state", "model_version",  # type: ignore[assignment]
+                "block_stride_alignment")
         if any(len({getattr(s, k) for s in specs}) != 1 for k in keys):
             raise AssertionError(
                 "All attention layers in the same KV cache group must use the same "
@@ -105,15 +106,16 @@ def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
         if not all(isinstance(s, FullAttentionSpec) for s in specs):
             raise AssertionError("All attention layers in the same KV cache group must be "
                                  "FullAttentionSpec.")
-        windows = {s.sliding_window for s in specs if s.sliding_window is not None}
-        chunks = {s.attention_chunk_size for s in specs if s.attention_chunk_size is not None}
+        full = [s for s in specs if isinstance(s, FullAttentionSpec)]
+        windows = {s.sliding_window for s in full if s.sliding_window is not None}
+        chunks = {s.attention_chunk_size for s in full if s.attention_chunk_size is not None}
         sliding_window = _merge_window_sizes(windows)
         chunk = _merge_window_sizes(chunks)
         if any(isinstance(s, MLAAttentionSpec) for s in specs):
             raise AssertionError("MLAAttentionSpec should be merged in MLAAttentionSpec.merge")
         changes: dict[str, object] = dict(
             is_draft=False, sliding_window=sliding_window, attention_chunk_size=chunk,
-            non_causal=any(s.non_causal for s in specs))
+            non_causal=any(s.non_causal for s in full))
         merged = first.with_changes(**changes)
         _check_attention_fields(specs, merged)
         if sliding_window is not None and chunk is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvplan.engine.grouping import GroupingResult, KVCacheGroup, get_kv_cache_groups
 from kvplan.engine.profiles import ErrorText, PoolStrideRule, VllmProfile, get_profile
@@ -18,7 +19,7 @@ from kvplan.specs import (
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
-from kvplan.units import cdiv, format_gib, lcm, round_up
+from kvplan.units import format_gib, lcm, round_up
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
@@ -280,9 +281,10 @@ def plan(inp: PlannerInput) -> EngineResult:
     in_flight = batches * inp.max_num_batched_tokens
     lookahead = num_prefill_lookahead_tokens(inp)
     extra = max(0, lookahead - 1)
-    common = dict(profile=profile, with_fix=inp.with_fix, max_in_flight_tokens=in_flight,
-                  max_concurrent_batches=batches, extra_retained_tokens=extra,
-                  num_prefill_lookahead_tokens=lookahead, max_model_len=inp.max_model_len)
+    common: dict[str, Any] = dict(
+        profile=profile, with_fix=inp.with_fix, max_in_flight_tokens=in_flight,
+        max_concurrent_batches=batches, extra_retained_tokens=extra,
+        num_prefill_lookahead_tokens=lookahead, max_model_len=inp.max_model_len)
 
     # vLLM: get_global_kv_cache_groups — merge workers, tag SW specs, group
     merged: dict[str, KVCacheSpec] = {}

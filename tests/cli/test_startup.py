@@ -1,0 +1,37 @@
+"""Cold start stays lean: no transformers/torch (or huggingface_hub) on the --specs path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.golden import BUNDLED
+
+SEED = BUNDLED / "cases" / "seed_dflash_qwen35_27b.json"
+PROBE = """
+import sys, runpy
+sys.argv = {argv!r}
+try:
+    runpy.run_module("kvplan.cli", run_name="__main__")
+except SystemExit:
+    pass
+import json
+heavy = [m for m in ("torch", "transformers", "huggingface_hub", "numpy") if m in sys.modules]
+sys.stderr.write("HEAVY=" + json.dumps(heavy) + "\\n")
+"""
+
+
+def _heavy(argv: list[str]) -> list[str]:
+    res = subprocess.run([sys.executable, "-c", PROBE.format(argv=["kvplan", *argv])],
+                         capture_output=True, text=True, timeout=60)
+    line = [ln for ln in res.stderr.splitlines() if ln.startswith("HEAVY=")][-1]
+    return json.loads(line[len("HEAVY="):])  # type: ignore[no-any-return]
+
+
+def test_help_imports_nothing_heavy() -> None:
+    assert _heavy(["--help"]) == []
+
+
+def test_check_specs_imports_nothing_heavy() -> None:
+    assert _heavy(["check", "--specs", str(SEED), "--json"]) == []
