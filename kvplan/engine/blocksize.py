@@ -1,0 +1,158 @@
+"""Backend choice and block sizes, as vLLM's platform picks them before the planner runs.
+
+Mirrors `Platform.update_block_size_for_backend` (Phase 1 preference, Phase 2
+`_align_hybrid_block_size`), `CudaPlatform._get_backend_priorities` (simplified to the dtype and
+SM rules that decide sizing), and the sliding-window block rule of `Attention.get_kv_cache_spec`
+(`_largest_kernel_block_within`). Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvplan.engine.backends import Backend, kernel_block_sizes, min_kernel_block
+from kvplan.engine.profiles import SwBlockRule, VllmProfile
+from kvplan.errors import InputError, UnsupportedError
+from kvplan.specs import MultipleOf
+from kvplan.units import KVQuantMode, cdiv, kv_quant_mode, lcm
+
+KernelSizes = tuple[int | MultipleOf, ...]
+
+
+def supports_block_size(sizes: KernelSizes, block_size: int) -> bool:
+    """vLLM: AttentionBackend.supports_block_size — a multiple of some supported size."""
+    return any(block_size % (s.base if isinstance(s, MultipleOf) else s) == 0 for s in sizes)
+
+
+def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal: bool = True,
+                   override: str | None = None) -> Backend:
+    """vLLM: CudaPlatform backend priority — the first backend that supports the layer wins.
+
+    nvfp4 KV exists only in FlashInfer; per-token-head KV only in Triton; SM10x prefers
+    FlashInfer for causal layers (non-causal ones such as DFlash keep FlashAttention).
+    MLA: FlashMLA (64-token kernel blocks) on SM90, CUTLASS MLA (128) on SM10x, Triton MLA else.
+    """
+    if override:
+        try:
+            return Backend(override.upper())
+        except ValueError:
+            raise InputError(f"unknown attention backend {override!r}",
+                             hint=f"known: {', '.join(b.value for b in Backend)}") from None
+    mode = kv_quant_mode(kv_cache_dtype)
+    if is_mla:
+        if kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
+            return Backend.FLASHMLA_SPARSE
+        if mode.is_per_token_head:
+            return Backend.TRITON_MLA
+        if sm is not None and 100 <= sm < 110:
+            return Backend.CUTLASS_MLA
+        if sm == 90:
+            return Backend.FLASHMLA
+        return Backend.TRITON_MLA
+    if mode.is_nvfp4:
+        if sm is not None and sm < 100:
+            raise UnsupportedError(f"nvfp4 KV cache needs a Blackwell GPU (sm100+); this one is "
+                                   f"sm{sm}", hint="use --kv-cache-dtype fp8 or bfloat16")
+        return Backend.FLASHINFER
+    if mode.is_per_token_head:
+        return Backend.TRITON_ATTN
+    if sm is not None and 100 <= sm < 110 and causal:
+        return Backend.FLASHINFER
+    return Backend.FLASH_ATTN
+
+
+def preferred_block_size(backend_sizes: Sequence[KernelSizes], default: int) -> int:
+    """vLLM: Platform._preferred_block_size_for_backends (Phase 1, no --block-size given)."""
+    if not backend_sizes:
+        return default
+    if len(backend_sizes) == 1:
+        sizes = backend_sizes[0]
+        return default if supports_block_size(sizes, default) else min_kernel_block(sizes)
+    if all(supports_block_size(s, default) for s in backend_sizes):
+        return default
+    # smallest lcm of one supported base per backend that every backend supports
+    best: int | None = None
+
+    def walk(i: int, acc: int) -> None:
+        nonlocal best
+        if i == len(backend_sizes):
+            if all(supports_block_size(s, acc) for s in backend_sizes):
+                best = acc if best is None else min(best, acc)
+            return
+        for s in backend_sizes[i]:
+            walk(i + 1, lcm(acc, s.base if isinstance(s, MultipleOf) else s))
+
+    walk(0, 1)
+    return best if best is not None else default
+
+
+@dataclass(frozen=True)
+class HybridAlignment:
+    block_size: int
+    mamba_page_size_padded: int | None  # None when the pages already match
+    kernel_block_alignment: int
+
+
+def align_hybrid_block_size(profile: VllmProfile, *, block_size: int,
+                            primary_sizes: KernelSizes, all_sizes: Sequence[KernelSizes],
+                            attn_page_per_token: int, mamba_page: int, use_mla: bool = False,
+                            align_mode: bool = False,
+                            checkpoint_alignment: int | None = None) -> HybridAlignment:
+    """vLLM: Platform._align_hybrid_block_size (Phase 2) for the given release.
+
+    A = max(min kernel block of the first backend, block_size) [MLA: ≥ 128], lcm'd with the
+    Mamba prefill-checkpoint alignment in align mode (0.33+); block = A·cdiv(mamba_page,
+    A·attn_page_per_token), rounded up to the lcm of every backend's smallest block (0.32+).
+    """
+    if mamba_page == 0:
+        return HybridAlignment(block_size, None, block_size)
+    a = max(min_kernel_block(primary_sizes), block_size)
+    if use_mla:
+        a = max(a, 128)
+    if align_mode and profile.hybrid_align_checkpoint:
+        a = lcm(a, checkpoint_alignment or 1)
+    blk = a * cdiv(mamba_page, a * attn_page_per_token)
+    if profile.hybrid_align_backend_lcm and all_sizes:
+        backend_lcm = lcm(*(min_kernel_block(s) for s in all_sizes))
+        blk = backend_lcm * cdiv(blk, backend_lcm)
+    new_block = max(block_size, blk)
+    attn_page = new_block * attn_page_per_token
+    if attn_page < mamba_page:  # vLLM asserts attn_page_size >= mamba_page_size
+        raise AssertionError("attention page smaller than the Mamba page after alignment")
+    return HybridAlignment(new_block, None if attn_page == mamba_page else attn_page, a)
+
+
+def sliding_window_block_size(profile: VllmProfile, *, sizes: KernelSizes, sw_per_token: int,
+                              block_size: int, shared_page: int | None = None) -> int:
+    """vLLM: Attention.get_kv_cache_spec → _largest_kernel_block_within for a SW layer.
+
+    0.30–0.33: the largest kernel block whose page fits the primary page budget (for a
+    MultipleOf backend: the primary block itself); 0.34 prefers a block dividing the primary one.
+    """
+    page_budget = shared_page or sw_per_token * block_size
+    max_block = page_budget // sw_per_token
+    candidates = [s for s in sizes if isinstance(s, int)]
+    candidates += [max(s.base, max_block // s.base * s.base) for s in sizes
+                   if isinstance(s, MultipleOf)]
+    if not candidates:
+        return block_size
+    fitting = [b for b in candidates if b * sw_per_token <= page_budget]
+    if profile.sw_block_rule is SwBlockRule.PREFER_DIVISOR and not shared_page:
+        dividing = [b for b in fitting if block_size % b == 0]
+        dividing += [b for s in sizes if isinstance(s, MultipleOf)
+                     for b in range(s.base, max_block + 1, s.base) if block_size % b == 0]
+        if dividing:
+            return max(dividing)
+    return max(fitting) if fitting else min(candidates)
+
+
+def backend_kernel_sizes(backend: Backend, *, sm: int | None, num_q_heads: int | None = None,
+                         num_kv_heads: int | None = None) -> KernelSizes:
+    ratio = (num_q_heads // num_kv_heads) if num_q_heads and num_kv_heads else 1
+    return kernel_block_sizes(backend, sm=sm, gqa_ratio=ratio)
+
+
+__all__ = ["HybridAlignment", "KVQuantMode", "align_hybrid_block_size", "backend_kernel_sizes",
+           "preferred_block_size", "select_backend", "sliding_window_block_size",
+           "supports_block_size"]
