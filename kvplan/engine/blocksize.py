@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kvplan.engine.backends import Backend, kernel_block_sizes, min_kernel_block
 from kvplan.engine.profiles import SwBlockRule, VllmProfile
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.errors import InputError
 from kvplan.specs import MultipleOf
 from kvplan.units import KVQuantMode, cdiv, kv_quant_mode, lcm
 
@@ -51,10 +51,7 @@ def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal:
             return Backend.FLASHMLA
         return Backend.TRITON_MLA
     if mode.is_nvfp4:
-        if sm is not None and sm < 100:
-            raise UnsupportedError(f"nvfp4 KV cache needs a Blackwell GPU (sm100+); this one is "
-                                   f"sm{sm}", hint="use --kv-cache-dtype fp8 or bfloat16")
-        return Backend.FLASHINFER
+        return Backend.FLASHINFER  # the only backend with nvfp4 KV (hardware gate: build.py)
     if mode.is_per_token_head:
         return Backend.TRITON_ATTN
     if sm is not None and 100 <= sm < 110 and causal:

@@ -1,0 +1,516 @@
+"""ModelDescription(s) + deployment settings → the per-rank layer specs vLLM's workers report.
+
+This is vLLM's start-up up to the planner: config hooks (Mamba dtypes, prefix-caching mode),
+backend choice, `update_block_size_for_backend` (Phase 1 preference, Phase 2 hybrid alignment),
+each layer's `get_kv_cache_spec` (per TP rank, PP stage), draft and MTP layers. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from kvplan.engine.backends import Backend, customize_spec, kernel_block_sizes, min_kernel_block
+from kvplan.engine.blocksize import (
+    align_hybrid_block_size,
+    preferred_block_size,
+    select_backend,
+    sliding_window_block_size,
+)
+from kvplan.engine.planner import PlannerInput
+from kvplan.engine.profiles import VllmProfile, get_profile
+from kvplan.errors import InputError, UnsupportedError
+from kvplan.model import LayerDescription, LayerKind, ModelDescription
+from kvplan.specs import (
+    AttentionSpec,
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    EncoderOnlyAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MambaType,
+    MLAAttentionSpec,
+    SinkFullAttentionSpec,
+    SlidingWindowMLASpec,
+    SlidingWindowSpec,
+)
+from kvplan.state_shapes import (
+    gdn_state_shapes,
+    linear_attention_state_shapes,
+    mamba1_state_shapes,
+    mamba2_state_shapes,
+    mamba_state_dtypes,
+    short_conv_state_shapes,
+    single_state_dtype,
+)
+from kvplan.units import (
+    dtype_size_bytes,
+    kv_cache_storage_dtype,
+    kv_quant_mode,
+    normalize_kv_cache_dtype,
+    normalize_torch_dtype,
+)
+
+FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64  # vLLM: v1/attention/backends/gdn_attn.py
+MLA_BLOB_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}  # vLLM: MLAAttention.get_kv_cache_spec
+HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What `vllm serve` is told (vLLM's own flag names), plus the GPU it runs on."""
+
+    vllm_version: str | None = None
+    with_fix: bool = False
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    block_size: int | None = None  # --block-size (None: the release default)
+    max_model_len: int | None = None  # None: from the config
+    auto_fit_max_model_len: bool = False
+    max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+    pp_layer_partition: str | None = None  # VLLM_PP_LAYER_PARTITION
+    enable_prefix_caching: bool = True
+    mamba_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
+    attention_backend: str | None = None
+    num_gpu_blocks_override: int | None = None
+    async_scheduling: bool = True
+    disable_hybrid_kv_cache_manager: bool = False
+    # speculative decoding
+    speculative_method: str | None = None
+    num_speculative_tokens: int = 0
+    draft_kv_cache_dtype: str | None = None  # None: inherit --kv-cache-dtype
+    draft_tensor_parallel_size: int | None = None  # None: the target's TP
+    draft_attention_backend: str | None = None
+    draft_block_size: int | None = None  # kvplan override of the draft SW/full block
+    # the GPU
+    sm: int | None = None  # compute capability ×10 (90 = Hopper); None: unknown NVIDIA
+    gpu_name: str = ""
+    gpu_total_memory_bytes: int | None = None
+    cuda_runtime_major: int = 12
+    available_kv_bytes: int = 0  # per GPU
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """What kvplan decided for one layer (for `kvplan layers` and the report)."""
+
+    name: str
+    kind: str
+    backend: str | None
+    spec: KVCacheSpec
+    is_draft: bool = False
+    pp_stage: int = 0
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    planner_input: PlannerInput
+    layers: tuple[LayerPlan, ...]
+    block_size: int
+    kv_cache_dtype: str
+    draft_kv_cache_dtype: str | None
+    model_dtype: str
+    mamba_cache_mode: str
+    max_model_len: int
+    max_num_batched_tokens: int
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+# ---- resolution rules -----------------------------------------------------------------------
+
+def resolve_model_dtype(requested: str, config_dtype: str, warnings: list[str]) -> str:
+    """vLLM: config.model._get_and_verify_dtype — 'auto' keeps bf16/fp16, float32 → bfloat16."""
+    if requested and requested != "auto":
+        return normalize_torch_dtype(requested)
+    d = normalize_torch_dtype(config_dtype or "bfloat16")
+    if d == "float32":
+        warnings.append("the config's float32 dtype runs as bfloat16 (vLLM's 'auto' downcasts)")
+        return "bfloat16"
+    return d
+
+
+def resolve_kv_cache_dtype(requested: str, model: ModelDescription) -> str:
+    """vLLM: torch_utils.resolve_kv_cache_dtype_string — 'auto' takes the checkpoint's KV quant."""
+    d = normalize_kv_cache_dtype(requested)
+    if d == "auto" and model.quantization.kv_cache_dtype:
+        return normalize_kv_cache_dtype(model.quantization.kv_cache_dtype)
+    return d
+
+
+def resolve_mamba_ssm_cache_dtype(requested: str, model: ModelDescription) -> str:
+    """vLLM config hooks: Qwen3.5 copies mamba_ssm_dtype; NemotronH defaults to float32."""
+    if requested and requested != "auto":
+        return requested
+    archs = model.architectures
+    if any(a.startswith("Qwen3_5") for a in archs) and model.mamba_ssm_dtype:
+        return model.mamba_ssm_dtype  # Qwen3_5ForConditionalGenerationConfig
+    if any(a.startswith("NemotronH") for a in archs):
+        return model.mamba_ssm_dtype or "float32"  # NemotronHForCausalLMConfig
+    return "auto"
+
+
+def default_max_num_batched_tokens(total_bytes: int | None, gpu_name: str, sm: int | None) -> int:
+    """vLLM: EngineArgs default for `vllm serve` (OPENAI_API_SERVER) by device memory."""
+    gib = (total_bytes or 0) / 2**30
+    if gib >= 160:
+        return 16384
+    if gib >= 70 and "a100" not in gpu_name.lower() and sm != 121:
+        return 8192
+    return 2048
+
+
+def kv_heads_per_rank(total: int, tp: int, what: str) -> int:
+    """vLLM: ModelConfig.get_num_kv_heads — max(1, heads // tp); replicated when tp > heads."""
+    if total % tp and tp % total:
+        raise InputError(f"{what}: {total} KV heads cannot be split over tensor parallel size {tp}",
+                         hint="pick a TP size that divides the KV heads (or a multiple of them)")
+    return max(1, total // tp)
+
+
+def pp_partition(num_layers: int, pp: int, partition: str | None) -> list[tuple[int, int]]:
+    """vLLM: distributed.utils.get_pp_indices for every stage."""
+    if partition:
+        try:
+            sizes = [int(x) for x in partition.split(",")]
+        except ValueError:
+            raise InputError(f"bad PP layer partition {partition!r}") from None
+        if len(sizes) != pp or sum(sizes) != num_layers or min(sizes) < 0:
+            raise InputError(f"PP layer partition {partition!r} must give {pp} stage sizes "
+                             f"summing to {num_layers}")
+    else:
+        sizes = [num_layers // pp] * pp
+        for i in range(2, num_layers % pp + 2):  # remainder to the stages before the last
+            sizes[-i] += 1
+    out, start = [], 0
+    for n in sizes:
+        out.append((start, start + n))
+        start += n
+    return out
+
+
+# ---- per-layer specs -----------------------------------------------------------------------
+
+@dataclass
+class _Ctx:
+    profile: VllmProfile
+    dep: Deployment
+    model_dtype: str
+    mamba_cache_mode: str
+    num_spec: int
+    max_model_len: int
+    ssm_dtype: str
+    warnings: list[str]
+
+
+def _attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment, *,
+                       causal: bool, override: str | None) -> Backend:
+    is_mla = layer.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
+    return select_backend(kv_cache_dtype=kv_dtype, is_mla=is_mla, sm=dep.sm, causal=causal,
+                          override=override)
+
+
+def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, tp: int,
+                    model_dtype: str, backend: Backend, profile: VllmProfile,
+                    sw_block: int | None = None, is_draft: bool = False) -> KVCacheSpec:
+    storage = kv_cache_storage_dtype(kv_dtype, model_dtype)
+    quant = kv_quant_mode(kv_dtype)
+    kind = layer.kind
+    if kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA):
+        if layer.kv_lora_rank is None:
+            raise InputError(f"{layer.name}: an MLA layer needs kv_lora_rank")
+        head = layer.kv_lora_rank + (layer.qk_rope_head_dim or 0)
+        kw: dict[str, object] = dict(block_size=block_size, num_kv_heads=1, head_size=head,
+                                     dtype=storage, kv_quant_mode=quant, max_tp_shards=1,
+                                     cache_dtype_str=kv_dtype, is_draft=is_draft)
+        if kv_dtype in MLA_BLOB_BYTES:
+            kw["state_content_bytes"] = (profile.fp8_ds_mla_row_bytes if kv_dtype == "fp8_ds_mla"
+                                         else MLA_BLOB_BYTES[kv_dtype])
+        if kind is LayerKind.MLA:
+            spec: AttentionSpec = MLAAttentionSpec(**kw)  # type: ignore[arg-type]
+        else:
+            spec = SlidingWindowMLASpec(sliding_window=layer.sliding_window or 0, **kw)  # type: ignore[arg-type]
+        return customize_spec(backend, spec)
+    if kv_dtype in MLA_BLOB_BYTES:
+        raise InputError(f"KV cache dtype {kv_dtype} exists only for MLA models")
+    if layer.num_kv_heads is None or layer.head_size is None:
+        raise InputError(f"{layer.name}: an attention layer needs num_kv_heads and head_size")
+    common = dict(block_size=block_size, num_kv_heads=kv_heads_per_rank(layer.num_kv_heads, tp,
+                                                                         layer.name),
+                  head_size=layer.head_size, head_size_v=layer.head_size_v, dtype=storage,
+                  kv_quant_mode=quant, is_draft=is_draft)
+    if kind is LayerKind.SLIDING_WINDOW:
+        assert layer.sliding_window is not None
+        common["block_size"] = sw_block or block_size
+        spec = SlidingWindowSpec(sliding_window=layer.sliding_window, **common)  # type: ignore[arg-type]
+    elif kind is LayerKind.CHUNKED_LOCAL:
+        assert layer.attention_chunk_size is not None
+        spec = ChunkedLocalAttentionSpec(attention_chunk_size=layer.attention_chunk_size,
+                                         **common)  # type: ignore[arg-type]
+    elif kind is LayerKind.CROSS_ATTENTION:
+        spec = CrossAttentionSpec(**common)  # type: ignore[arg-type]
+    elif kind is LayerKind.ENCODER_ONLY:
+        spec = EncoderOnlyAttentionSpec(**common)  # type: ignore[arg-type]
+    elif kind is LayerKind.SINK_FULL_ATTENTION:
+        spec = SinkFullAttentionSpec(sink_len=layer.sink_len, **common)  # type: ignore[arg-type]
+    else:
+        spec = FullAttentionSpec(**common)  # type: ignore[arg-type]
+    try:
+        return customize_spec(backend, spec)
+    except ValueError as exc:
+        raise UnsupportedError(f"{layer.name}: {exc}") from None
+
+
+def _sw_per_token(layer: LayerDescription, kv_dtype: str, tp: int, model_dtype: str,
+                  backend: Backend, profile: VllmProfile) -> int:
+    probe = layer.model_copy(update={"kind": LayerKind.SLIDING_WINDOW})
+    spec = _attention_spec(probe, block_size=1, kv_dtype=kv_dtype, tp=tp,
+                           model_dtype=model_dtype, backend=backend, profile=profile)
+    assert isinstance(spec, AttentionSpec)
+    return spec.unpadded_page_size_bytes
+
+
+def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int, ...], ...],
+                                                                 tuple[str, ...], MambaType]:
+    """Per-rank state shapes/dtypes of a Mamba-family layer (vLLM's get_state_shape/dtype)."""
+    d, k = ctx.dep, ctx.num_spec
+    if layer.kind is LayerKind.GDN and layer.gdn:
+        g = layer.gdn
+        shapes = gdn_state_shapes(tp=tp, num_k_heads=g.num_k_heads, num_v_heads=g.num_v_heads,
+                                  head_k_dim=g.head_k_dim, head_v_dim=g.head_v_dim,
+                                  conv_kernel_size=g.conv_kernel, num_spec=k)
+        return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype, ctx.ssm_dtype), \
+            MambaType.GDN_ATTN
+    if layer.kind is LayerKind.MAMBA2 and layer.mamba2:
+        m = layer.mamba2
+        shapes = mamba2_state_shapes(tp=tp, intermediate_size=m.intermediate_size,
+                                     n_groups=m.n_groups, num_heads=m.num_heads,
+                                     head_dim=m.head_dim, state_size=m.state_size,
+                                     conv_kernel=m.conv_kernel, num_spec=k)
+        return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype, ctx.ssm_dtype), \
+            MambaType.MAMBA2
+    if layer.kind is LayerKind.MAMBA1 and layer.mamba1:
+        m1 = layer.mamba1
+        shapes = mamba1_state_shapes(tp=tp, intermediate_size=m1.intermediate_size,
+                                     state_size=m1.state_size, conv_kernel=m1.conv_kernel)
+        return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype, ctx.ssm_dtype), \
+            MambaType.MAMBA1
+    if layer.kind is LayerKind.SHORT_CONV and layer.short_conv:
+        sc = layer.short_conv
+        return (short_conv_state_shapes(tp=tp, intermediate_size=sc.conv_dim,
+                                        conv_kernel=sc.l_cache, num_spec=k),
+                single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype), MambaType.SHORT_CONV)
+    if layer.kind is LayerKind.LINEAR_ATTENTION and layer.linear_attention:
+        la = layer.linear_attention
+        return (linear_attention_state_shapes(tp=tp, num_heads=la.num_heads, head_dim=la.head_dim),
+                single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype), MambaType.LINEAR)
+    raise InputError(f"{layer.name}: a {layer.kind.value} layer without its state dimensions")
+
+
+def _state_page(shapes: tuple[tuple[int, ...], ...], dtypes: tuple[str, ...]) -> int:
+    return sum(prod(s) * dtype_size_bytes(t) for s, t in zip(shapes, dtypes, strict=True))
+
+
+def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
+    """vLLM: Qwen GDN _resolve_gdn_prefill_backend == 'flashinfer' (align mode only)."""
+    if ctx.mamba_cache_mode != "align" or not ctx.profile.hybrid_align_checkpoint:
+        return False
+    state_kinds = {layer.kind for layer in target.layers if layer.kind.is_state}
+    if state_kinds != {LayerKind.GDN}:
+        return False  # any layer without an alignment (e.g. Mamba2) turns it off
+    sm = ctx.dep.sm
+    if sm == 90:
+        return True
+    head_k = {layer.gdn.head_k_dim for layer in target.layers if layer.gdn}
+    return sm is not None and sm >= 100 and head_k == {128} and ctx.dep.cuda_runtime_major >= 13
+
+
+# ---- the build ------------------------------------------------------------------------------
+
+def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | None = None
+          ) -> BuildResult:
+    """Target (+ draft) → PlannerInput, mirroring vLLM's worker start-up."""
+    profile = get_profile(dep.vllm_version)
+    warnings: list[str] = list(target.warnings)
+    model_dtype = resolve_model_dtype(dep.dtype, target.dtype, warnings)
+    kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target)
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    if tp < 1 or pp < 1 or dep.decode_context_parallel_size < 1:
+        raise InputError("parallel sizes must be ≥ 1")
+    method = dep.speculative_method
+    if draft is not None and method is None:
+        method = draft.draft_method or "eagle"
+    k = dep.num_speculative_tokens if method else 0
+    if method and k < 1:
+        raise InputError(f"speculative method {method} needs --num-speculative-tokens ≥ 1")
+    max_model_len = dep.max_model_len or target.max_position_embeddings
+    if not max_model_len:
+        raise InputError("the config gives no max_position_embeddings",
+                         hint="pass --max-model-len")
+    mnbt = dep.max_num_batched_tokens or default_max_num_batched_tokens(
+        dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
+    mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
+    ctx = _Ctx(profile, dep, model_dtype, mamba_mode, k, max_model_len,
+               resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target), warnings)
+    if any(layer.index_head_dim for layer in target.layers):
+        warnings.append("DeepSeek V3.2's sparse indexer keeps its own K cache (index_head_dim + "
+                        "fp32 scales, fp8) in every layer; vLLM packs it in a layout kvplan does "
+                        "not model, so it is left out of these numbers")
+
+    # draft layers: a separate head, or the target's own MTP modules
+    draft_layers: tuple[LayerDescription, ...] = ()
+    draft_name = None
+    if method == "mtp":
+        draft_layers = target.mtp_layers
+        if not draft_layers:
+            raise UnsupportedError(f"{target.source} has no MTP module kvplan can see",
+                                   hint="check num_nextn_predict_layers / mtp_num_hidden_layers")
+        draft_name = f"{target.source} (MTP)"
+    elif draft is not None:
+        draft_layers = draft.layers
+        draft_name = draft.source
+    draft_kv = resolve_kv_cache_dtype(dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
+                                      draft or target) if draft_layers else None
+    draft_tp = dep.draft_tensor_parallel_size or tp
+    draft_causal = method != "dflash"
+
+    # backends per layer (vLLM: the attention layer picks at construction)
+    def backend_for(layer: LayerDescription, is_draft: bool) -> Backend | None:
+        if layer.kind.is_state or layer.kind is LayerKind.NO_KV:
+            return None
+        if is_draft:
+            return _attention_backend(layer, draft_kv or kv_dtype, dep, causal=draft_causal,
+                                      override=dep.draft_attention_backend or dep.attention_backend)
+        return _attention_backend(layer, kv_dtype, dep, causal=True, override=dep.attention_backend)
+
+    for dt in {kv_dtype, draft_kv or kv_dtype}:
+        if kv_quant_mode(dt).is_nvfp4 and dep.sm is not None and dep.sm < 100:
+            warnings.append(f"{dt} KV cache needs FP4 tensor cores (Blackwell, sm100+); on "
+                            f"sm{dep.sm} vLLM cannot run it — numbers shown as if it could")
+    target_backends = [backend_for(layer, False) for layer in target.layers]
+    draft_backends = [backend_for(layer, True) for layer in draft_layers]
+    distinct: list[Backend] = []
+    for b in [*target_backends, *draft_backends]:
+        if b is not None and b not in distinct:
+            distinct.append(b)
+    sizes = [kernel_block_sizes(b, sm=dep.sm) for b in distinct]
+
+    # Phase 1: the preferred block when --block-size is not given
+    block = dep.block_size or preferred_block_size(sizes, profile.default_block_size)
+    mamba_padded: int | None = None
+    # Phase 2: hybrid attention/Mamba alignment on per-rank pages
+    state_layers = [layer for layer in target.layers if layer.kind.is_state]
+    attn_layers = [(layer, b) for layer, b in zip(target.layers, target_backends, strict=True)
+                   if b is not None and layer.kind is not LayerKind.ENCODER_ONLY]
+    if state_layers and attn_layers:
+        primary, primary_backend = next(
+            ((la, b) for la, b in attn_layers
+             if la.kind in (LayerKind.FULL_ATTENTION, LayerKind.MLA)), attn_layers[0])
+        probe = primary.model_copy(update={"kind": (
+            LayerKind.MLA if primary.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
+            else LayerKind.FULL_ATTENTION)})
+        attn_1tok = _attention_spec(probe, block_size=1, kv_dtype=kv_dtype, tp=tp,
+                                    model_dtype=model_dtype, backend=primary_backend,
+                                    profile=profile).page_size_bytes
+        mamba_page = max(_state_page(*_state(layer, ctx, tp)[:2]) for layer in state_layers)
+        ckpt = (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if _gdn_exports_checkpoints(target, ctx)
+                else None)
+        aligned = align_hybrid_block_size(
+            profile, block_size=block, primary_sizes=kernel_block_sizes(distinct[0], sm=dep.sm),
+            all_sizes=sizes, attn_page_per_token=attn_1tok, mamba_page=mamba_page,
+            use_mla=target.use_mla, align_mode=mamba_mode == "align", checkpoint_alignment=ckpt)
+        block, mamba_padded = aligned.block_size, aligned.mamba_page_size_padded
+    mamba_block = block if mamba_mode == "align" else max_model_len
+    gdn_ckpt_blocks = 1 if _gdn_exports_checkpoints(target, ctx) else 0
+
+    def spec_for(layer: LayerDescription, backend: Backend | None, *, is_draft: bool,
+                 layer_tp: int, layer_kv: str) -> KVCacheSpec | None:
+        if layer.kind is LayerKind.NO_KV:
+            return None
+        if layer.kind.is_state:
+            shapes, dtypes, mtype = _state(layer, ctx, layer_tp)
+            ckpt_blocks = 0
+            if mtype is MambaType.MAMBA2 and profile.mamba2_checkpoint_block:
+                ckpt_blocks = 1  # MambaMixer2.get_kv_cache_spec (0.32+)
+            elif mtype is MambaType.GDN_ATTN:
+                ckpt_blocks = gdn_ckpt_blocks
+            return MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes,
+                             page_size_padded=mamba_padded, mamba_type=mtype,
+                             mamba_cache_mode=mamba_mode, num_speculative_blocks=k,
+                             num_prefill_checkpoint_blocks=ckpt_blocks,
+                             prefill_checkpoint_alignment=(
+                                 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if ckpt_blocks
+                                 and mtype is MambaType.GDN_ATTN else None),
+                             is_draft=is_draft)
+        assert backend is not None
+        layer_block = dep.draft_block_size if (is_draft and dep.draft_block_size) else block
+        sw_block = None
+        if layer.kind is LayerKind.SLIDING_WINDOW:
+            if is_draft and dep.draft_block_size:
+                sw_block = dep.draft_block_size
+            else:
+                per_tok = _sw_per_token(layer, layer_kv, layer_tp, model_dtype, backend, profile)
+                sw_block = sliding_window_block_size(
+                    profile, sizes=kernel_block_sizes(backend, sm=dep.sm), sw_per_token=per_tok,
+                    block_size=block)
+        return _attention_spec(layer, block_size=layer_block, kv_dtype=layer_kv, tp=layer_tp,
+                               model_dtype=model_dtype, backend=backend, profile=profile,
+                               sw_block=sw_block, is_draft=is_draft)
+
+    # PP stages over the decoder layers; drafters run on the last stage
+    num_decoder = max((layer.index for layer in target.layers), default=-1) + 1
+    stages = pp_partition(num_decoder, pp, dep.pp_layer_partition)
+    plans: list[LayerPlan] = []
+    for layer, backend in zip(target.layers, target_backends, strict=True):
+        spec = spec_for(layer, backend, is_draft=False, layer_tp=tp, layer_kv=kv_dtype)
+        if spec is None:
+            continue
+        stage = next(i for i, (a, b) in enumerate(stages) if a <= layer.index < b)
+        plans.append(LayerPlan(layer.name, layer.kind.value, backend.value if backend else None,
+                               spec, False, stage))
+    for layer, backend in zip(draft_layers, draft_backends, strict=True):
+        spec = spec_for(layer, backend, is_draft=True, layer_tp=draft_tp,
+                        layer_kv=draft_kv or kv_dtype)
+        if spec is not None:
+            plans.append(LayerPlan(layer.name, layer.kind.value,
+                                   backend.value if backend else None, spec, True, pp - 1))
+    names = [p.name for p in plans]
+    if len(set(names)) != len(names):
+        raise InputError("two layers share a name (target and draft?)")
+    if not plans:
+        warnings.append("the model has no KV cache at all (attention-free)")
+    workers = tuple({p.name: p.spec for p in plans if p.pp_stage == s} for s in range(pp))
+    disable_hybrid = dep.disable_hybrid_kv_cache_manager
+    if any(layer.kind is LayerKind.CHUNKED_LOCAL for layer in target.layers) and not disable_hybrid:
+        # vLLM: VllmConfig turns the hybrid manager off for chunked local attention
+        # unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
+        disable_hybrid = True
+        warnings.append("chunked local attention: vLLM disables the hybrid KV cache manager "
+                        "(set VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it)")
+    n_mtp = target.num_nextn_predict_layers if method == "mtp" else 1
+    inp = PlannerInput(
+        worker_specs=workers, available_kv_bytes=(dep.available_kv_bytes,) * pp,
+        max_model_len=max_model_len, max_num_batched_tokens=mnbt,
+        auto_fit_max_model_len=dep.auto_fit_max_model_len,
+        async_scheduling=dep.async_scheduling, pipeline_parallel_size=pp,
+        decode_context_parallel_size=dep.decode_context_parallel_size,
+        mamba_cache_mode=mamba_mode if state_layers else "none",
+        num_speculative_tokens=k, speculative_method=method,
+        num_nextn_predict_layers=max(1, n_mtp),
+        disable_hybrid_kv_cache_manager=disable_hybrid,
+        num_gpu_blocks_override=dep.num_gpu_blocks_override,
+        enable_extensible_kv_cache=False, vllm_version=profile.version, with_fix=dep.with_fix)
+    del draft_name
+    return BuildResult(planner_input=inp, layers=tuple(plans), block_size=block,
+                       kv_cache_dtype=kv_dtype, draft_kv_cache_dtype=draft_kv,
+                       model_dtype=model_dtype, mamba_cache_mode=inp.mamba_cache_mode,
+                       max_model_len=max_model_len, max_num_batched_tokens=mnbt,
+                       warnings=tuple(warnings))
+
+
+__all__ = ["BuildResult", "Deployment", "LayerPlan", "build", "min_kernel_block"]
