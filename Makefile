@@ -29,5 +29,8 @@ bench: install
 fuzz: install
 	KVPLAN_FUZZ_EXAMPLES=10000 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
+schema: install
+	$(BIN)/python -m kvplan.plan > docs/plan.schema.json
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -365,7 +365,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     # draft layers: a separate head, or the target's own MTP modules
     draft_layers: tuple[LayerDescription, ...] = ()
     draft_name = None
-    if method == "mtp":
+    if method == "mtp" and draft is not None:
+        draft_layers = draft.layers
+        draft_name = draft.source
+    elif method == "mtp":
         draft_layers = target.mtp_layers
         if not draft_layers:
             raise UnsupportedError(f"{target.source} has no MTP module kvplan can see",

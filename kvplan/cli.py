@@ -92,59 +92,203 @@ def _root() -> None:
     """kvplan: vLLM KV-cache planning, byte-exact and offline."""
 
 
+Opt = typer.Option
+
+
 @app.command()
 @handles_errors
 def check(
     model: Annotated[str | None, typer.Argument(
         help="Hugging Face model: hub id (org/name[@rev]), local folder or config.json")] = None,
-    specs: Annotated[Path | None, typer.Option(
-        "--specs", help="plan a layer-spec JSON file (golden-case schema) instead of a model")
+    specs: Annotated[Path | None, Opt("--specs", help="plan a layer-spec JSON file instead")] = None,
+    draft: Annotated[str | None, Opt("--draft", help="draft head (DFlash, EAGLE, EAGLE3)")] = None,
+    speculative_config: Annotated[str | None, Opt(
+        "--speculative-config", help="vLLM's JSON: {method, model, num_speculative_tokens, ...}")
     ] = None,
-    vllm: Annotated[str | None, typer.Option(
-        "--vllm", help="vLLM release profile: 0.31.0, 0.32.0, 0.33.0, 0.34.0 (default newest)")
+    speculative_method: Annotated[str | None, Opt(
+        "--speculative-method", help="eagle, eagle3, dflash, mtp, ngram")] = None,
+    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
+    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype")] = "auto",
+    draft_kv_cache_dtype: Annotated[str | None, Opt(
+        "--draft-kv-cache-dtype", help="default: inherit --kv-cache-dtype, as vLLM does")] = None,
+    dtype: Annotated[str, Opt("--dtype", help="model dtype (auto, bfloat16, float16)")] = "auto",
+    max_model_len: Annotated[str | None, Opt(
+        "--max-model-len", help="context length, 128k style, or auto / -1")] = None,
+    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
+    block_size: Annotated[int | None, Opt("--block-size")] = None,
+    draft_block_size: Annotated[int | None, Opt(
+        "--draft-block-size", help="force the draft layers' block (a drafter on its own backend)")
     ] = None,
-    with_fix: Annotated[bool, typer.Option(
-        "--with-fix/--without-fix", help="apply vLLM PR #53499 (scale block size before padding)")
-    ] = False,
-    kv_cache_memory: Annotated[str | None, typer.Option(
+    tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp")] = 1,
+    pipeline_parallel_size: Annotated[int, Opt("--pipeline-parallel-size", "-pp")] = 1,
+    decode_context_parallel_size: Annotated[int, Opt("--decode-context-parallel-size",
+                                                     "-dcp")] = 1,
+    draft_tensor_parallel_size: Annotated[int | None, Opt("--draft-tensor-parallel-size")] = None,
+    enable_prefix_caching: Annotated[bool, Opt(
+        "--enable-prefix-caching/--no-enable-prefix-caching")] = True,
+    mamba_cache_dtype: Annotated[str, Opt("--mamba-cache-dtype")] = "auto",
+    mamba_ssm_cache_dtype: Annotated[str, Opt("--mamba-ssm-cache-dtype")] = "auto",
+    attention_backend: Annotated[str | None, Opt("--attention-backend")] = None,
+    num_gpu_blocks_override: Annotated[int | None, Opt("--num-gpu-blocks-override")] = None,
+    kv_cache_memory: Annotated[str | None, Opt(
         "--kv-cache-memory", "--kv-cache-memory-bytes",
         help="KV cache memory per GPU: bytes or 20GiB, 20G, 1.5TiB")] = None,
-    max_model_len: Annotated[str | None, typer.Option(
-        "--max-model-len", help="context length (also 'auto' / -1)")] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option(
-        "--max-num-batched-tokens", help="scheduler token budget per step")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown")] = "table",
-    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout (same as --format json)")
-                       ] = False,
+    available_kv_gib: Annotated[float | None, Opt(
+        "--available-kv-gib", help="copied from vLLM's 'Available KV cache memory: X GiB' line")
+    ] = None,
+    gpu: Annotated[str | None, Opt("--gpu", help="catalogue name (kvplan gpus), e.g. H100")] = None,
+    revision: Annotated[str | None, Opt("--revision")] = None,
+    vllm: Annotated[str | None, Opt(
+        "--vllm", help="vLLM release profile: 0.31.0, 0.32.0, 0.33.0, 0.34.0 (default newest)")
+    ] = None,
+    with_fix: Annotated[bool, Opt(
+        "--with-fix/--without-fix", help="apply vLLM PR #53499 (scale block size before padding)")
+    ] = False,
+    fmt: Annotated[str, Opt("--format", help="table, json or markdown")] = "table",
+    as_json: Annotated[bool, Opt("--json", help="JSON on stdout (same as --format json)")] = False,
+    explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
 ) -> None:
-    """Plan one deployment and say whether it fits."""
-    from kvplan.units import parse_size_bytes
+    """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
+    from kvplan.units import GiB, parse_size_bytes
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
     mml, auto = _parse_max_model_len(max_model_len)
-    if specs is None:
-        if model is None:
-            raise InputError("nothing to plan", hint="give a MODEL or --specs FILE.json")
-        raise InputError("planning a model config needs the config adapters (issue #3)",
-                         hint="describe the model with --specs FILE.json for now")
+    avail: int | None = None
+    budget_mode = "explicit (--kv-cache-memory)"
+    if kv_cache_memory is not None:
+        avail = parse_size_bytes(kv_cache_memory)
+    elif available_kv_gib is not None:
+        if available_kv_gib <= 0:
+            raise InputError("--available-kv-gib must be positive")
+        avail, budget_mode = int(available_kv_gib * GiB), "from a vLLM log line (--available-kv-gib)"
+    if specs is not None:
+        _check_specs(specs, model, vllm, with_fix, avail, mml, auto, max_num_batched_tokens,
+                     fmt, as_json, explain)
+        return
+    if model is None:
+        raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json) "
+                         "or --specs FILE.json")
+    if avail is None:
+        raise InputError("no KV cache budget given",
+                         hint="pass --kv-cache-memory SIZE (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib X from a vLLM startup log")
+    spec_cfg = _speculative_config(speculative_config)
+    draft = draft or spec_cfg.get("model")
+    method = speculative_method or spec_cfg.get("method")
+    k = num_speculative_tokens or int(spec_cfg.get("num_speculative_tokens") or 0)
+    draft_kv = draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype")
+    draft_tp = draft_tensor_parallel_size or spec_cfg.get("draft_tensor_parallel_size")
+    result = _plan_model(
+        model=model, revision=revision, draft=draft, method=method, gpu=gpu,
+        deployment=dict(
+            vllm_version=vllm, with_fix=with_fix, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
+            block_size=block_size, max_model_len=mml, auto_fit_max_model_len=auto,
+            max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+            tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size,
+            decode_context_parallel_size=decode_context_parallel_size,
+            enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
+            num_gpu_blocks_override=num_gpu_blocks_override, num_speculative_tokens=k,
+            draft_kv_cache_dtype=draft_kv, draft_tensor_parallel_size=draft_tp,
+            draft_block_size=draft_block_size, available_kv_bytes=avail),
+        budget_mode=budget_mode, explain=explain)
+    raise typer.Exit(_emit(result, fmt, as_json))
+
+
+def _speculative_config(text: str | None) -> dict[str, Any]:
+    import json
+
+    if not text:
+        return {}
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--speculative-config is not valid JSON: {exc.msg} at column "
+                         f"{exc.colno}") from None
+    if not isinstance(cfg, dict):
+        raise InputError("--speculative-config must be a JSON object")
+    return cfg
+
+
+def _describe(source: str, revision: str | None, *, draft_of: Any = None,
+              method: str | None = None) -> tuple[Any, list[str]]:
+    from kvplan import config, hub
+
+    files = hub.load_model_files(source, revision=revision)
+    if draft_of is None:
+        desc = config.describe_model(files.config, source=source,
+                                     hf_quant_config=files.hf_quant_config)
+    else:
+        desc = config.describe_draft(files.config, source=source, method=method, target=draft_of,
+                                     hf_quant_config=files.hf_quant_config)
+    return desc, list(getattr(files, "notes", ()))
+
+
+def _plan_model(*, model: str, revision: str | None, draft: str | None, method: str | None,
+                gpu: str | None, deployment: dict[str, Any], budget_mode: str,
+                explain: bool = False) -> Any:
+    from kvplan.build import Deployment, build
+    from kvplan.engine.planner import plan as run_plan
+    from kvplan.plan import build_plan
+
+    target, notes = _describe(model, revision)
+    draft_desc = None
+    if method == "mtp" and draft is None:
+        from kvplan import config
+
+        draft_desc = config.mtp_draft(target)
+    elif draft is not None:
+        draft_desc, draft_notes = _describe(draft, None, draft_of=target, method=method)
+        notes += draft_notes
+    gpu_label = None
+    if gpu is not None:
+        from kvplan import hardware
+
+        g = hardware.lookup_gpu(gpu)
+        gpu_label = g.name
+        deployment.update(sm=hardware.sm_version(g), gpu_name=g.name,
+                          gpu_total_memory_bytes=g.total_memory_bytes)
+        if g.resolved_from:
+            notes.append(f"GPU {gpu!r}: {g.resolved_from}")
+    dep = Deployment(speculative_method=method, **deployment)
+    built = build(target, dep, draft_desc)
+    result = run_plan(built.planner_input)
+    draft_layers = frozenset(p.name for p in built.layers if p.is_draft)
+    explanation = None
+    if explain:
+        from kvplan.explain import explain_model
+
+        explanation = explain_model(target, dep, draft_desc, result, draft_layers)
+    return build_plan(result, model=model, draft=draft, gpu=gpu_label, budget_mode=budget_mode,
+                      max_num_batched_tokens=built.max_num_batched_tokens,
+                      warnings=tuple(notes) + built.warnings, draft_layers=draft_layers,
+                      explanation=explanation)
+
+
+def _check_specs(specs: Path, model: str | None, vllm: str | None, with_fix: bool,
+                 avail: int | None, mml: int | None, auto: bool, mnbt: int | None, fmt: str,
+                 as_json: bool, explain: bool = False) -> None:
+    from dataclasses import replace
+
     from kvplan.engine.planner import plan as run_plan
     from kvplan.plan import build_plan
     from kvplan.specfile import load_spec_file
 
-    avail = parse_size_bytes(kv_cache_memory) if kv_cache_memory is not None else None
     sf = load_spec_file(_read_json(specs, "spec file"), vllm_version=vllm, with_fix=with_fix,
-                        available_kv_bytes=avail, max_model_len=mml,
-                        max_num_batched_tokens=max_num_batched_tokens)
-    inp = sf.planner_input
-    if auto:
-        from dataclasses import replace
-
-        inp = replace(inp, auto_fit_max_model_len=True)
+                        available_kv_bytes=avail, max_model_len=mml, max_num_batched_tokens=mnbt)
+    inp = replace(sf.planner_input, auto_fit_max_model_len=True) if auto else sf.planner_input
     result = run_plan(inp)
+    explanation = None
+    if explain:
+        from kvplan.explain import Explanation, causes, what_ifs_for_input
+
+        explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
     plan = build_plan(result, model=sf.name if model is None else model,
                       budget_mode="explicit (spec file)" if avail is None else "explicit",
-                      max_num_batched_tokens=inp.max_num_batched_tokens)
+                      max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan.engine.planner import EngineResult
 from kvplan.engine.serialize import contract_dict
+from kvplan.explain import Explanation
 from kvplan.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
 from kvplan.units import GiB, format_gib
 
@@ -78,6 +79,7 @@ class Plan(FrozenModel):
     grouping_path: str | None
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
+    explanation: Explanation | None = None
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
 
@@ -117,8 +119,8 @@ def _natural_page(spec: object) -> int:
 def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
                gpu: str | None = None, budget_mode: str = "explicit",
                max_num_batched_tokens: int = 0, available_kv_bytes: tuple[int, ...] = (),
-               warnings: tuple[str, ...] = (), draft_layers: frozenset[str] = frozenset()
-               ) -> Plan:
+               warnings: tuple[str, ...] = (), draft_layers: frozenset[str] = frozenset(),
+               explanation: Explanation | None = None) -> Plan:
     pool = result.pool_bytes_per_block[0] if result.pool_bytes_per_block else 0
     total = result.total_blocks_per_request or 1
     rows = []
@@ -169,9 +171,21 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         capacity_is_hypothetical=result.capacity_is_hypothetical,
         error_type=err.type if err else None, error_message=err.message if err else None,
         grouping_path=result.grouping.path if result.grouping else None,
-        padding_layer_warnings=padding_warnings, warnings=list(warnings),
+        padding_layer_warnings=padding_warnings, warnings=list(warnings), explanation=explanation,
         vllm_contract=contract_dict(result))
 
 
 def gib(num_bytes: int) -> float:
     return num_bytes / GiB
+
+
+def json_schema() -> dict:  # type: ignore[type-arg]
+    """The JSON Schema of `kvplan check --json` (committed as docs/plan.schema.json)."""
+    return Plan.model_json_schema()
+
+
+if __name__ == "__main__":  # python -m kvplan.plan > docs/plan.schema.json
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")

@@ -61,6 +61,11 @@ def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
 
 
 def render_table(plan: Plan, console: Console) -> None:
+    _render_main(plan, console)
+    render_explanation(plan, console)
+
+
+def _render_main(plan: Plan, console: Console) -> None:
     head = Text()
     head.append("kvplan", style="bold")
     head.append(f"  model {plan.model}")
@@ -137,6 +142,31 @@ def render_table(plan: Plan, console: Console) -> None:
                           f"{escape(plan.error_message)}", soft_wrap=True)
 
 
+def render_explanation(plan: Plan, console: Console) -> None:
+    ex = plan.explanation
+    if ex is None:
+        return
+    console.print("[bold]Why: what takes the blocks of one request[/]")
+    for c in ex.causes:
+        console.print(f"  {c.share_of_blocks_pct:5.1f}%  {escape(c.text)}")
+    if not ex.what_ifs:
+        return
+    table = Table(title="What if (each recomputed by the engine)", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    table.add_column("change", overflow="fold")
+    table.add_column("needed GiB", justify="right", no_wrap=True)
+    table.add_column("avail GiB", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for w in ex.what_ifs:
+        verdict = ("invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT")
+        style = "green" if w.fits else ("yellow" if w.fits is None else "red")
+        if w.note and w.fits is None:
+            verdict += f": {w.note}"
+        table.add_row(escape(w.change), w.needed_gib or "-", w.available_gib or "-",
+                      Text(verdict, style=style))
+    console.print(table)
+
+
 def render_json(plan: Plan) -> str:
     return json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False)
 
@@ -160,6 +190,15 @@ def render_markdown(plan: Plan) -> str:
     lines += ["", f"Pool bytes per block {', '.join(f'{p:,}' for p in plan.pool_bytes_per_block)};"
               f" {plan.total_blocks_per_request:,} blocks per request; needed "
               f"{' / '.join(plan.total_gib_needed)} GiB vs {' / '.join(plan.check_gib)} GiB.", ""]
+    if plan.explanation is not None:
+        lines += ["", "**Why**", ""] + [f"- {c.share_of_blocks_pct:.1f}% — {c.text}"
+                                         for c in plan.explanation.causes]
+        if plan.explanation.what_ifs:
+            lines += ["", "| what if | needed GiB | verdict |", "|---|---:|---|"]
+            for w in plan.explanation.what_ifs:
+                v = "invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT"
+                lines.append(f"| {w.change} | {w.needed_gib or '-'} | {v} |")
+        lines.append("")
     if plan.fits:
         lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")

@@ -1,0 +1,21 @@
+"""The committed JSON Schema of `--json` stays in sync with the models (`make schema`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvplan.plan import SCHEMA_VERSION, json_schema
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json"
+
+
+def test_committed_schema_matches_the_models() -> None:
+    assert json.loads(DOC.read_text()) == json_schema(), "run `make schema` and commit the result"
+
+
+def test_schema_names_the_version_and_the_verdicts() -> None:
+    schema = json_schema()
+    assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
+    verdicts = schema["$defs"]["Verdict"]["enum"]
+    assert verdicts == ["FITS", "DOES NOT FIT", "CANNOT GROUP"]
