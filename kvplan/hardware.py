@@ -1,0 +1,388 @@
+"""GPU catalogue: the runtime-reported total memory, architecture and KV-dtype gates per GPU.
+
+The rows come from the packaged `data/gpus.csv` (a byte copy of the shared reference data; every
+number is cited there). `total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo` reports,
+not the marketing "80 GB"; rows without a citable measurement leave it empty and the budget
+functions then ask for `--gpu-memory`. Nothing here talks to a GPU or calls nvidia-smi.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import re
+from functools import cache
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict
+
+from kvplan.errors import InputError
+from kvplan.units import format_gib, normalize_kv_cache_dtype, parse_size_bytes
+
+
+class Gpu(BaseModel):
+    """One catalogue row. `resolved_from` says how a looked-up name was mapped to this row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    vendor: str  # "NVIDIA" | "AMD"
+    arch: str  # e.g. "Hopper (sm90)", "CDNA3 (gfx942)"
+    compute_capability: tuple[int, int] | str  # (9, 0) on NVIDIA; gfx target ("gfx942") on AMD
+    total_memory_bytes: int | None = None  # runtime total (cudaMemGetInfo); None = not measured
+    source: str | None = None  # where total_memory_bytes comes from
+    # Hardware FP8 / NVFP4 (the catalogue's fp8/nvfp4 columns say "native ..."). Whether vLLM
+    # accepts a KV dtype on this GPU is `check_kv_dtype_supported` (backend gates, per release).
+    supports_fp8_kv: bool = False
+    supports_nvfp4_kv: bool = False
+    fp8_note: str = ""
+    nvfp4_note: str = ""
+    notes: str = ""
+    resolved_from: str | None = None
+
+    @property
+    def is_nvidia(self) -> bool:
+        return self.vendor.upper() == "NVIDIA"
+
+    @property
+    def is_amd(self) -> bool:
+        return self.vendor.upper() == "AMD"
+
+    @property
+    def total_memory_gib(self) -> str | None:
+        return None if self.total_memory_bytes is None else format_gib(self.total_memory_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def _parse_cc(text: str) -> tuple[int, int] | str:
+    t = text.strip()
+    m = re.fullmatch(r"(\d+)\.(\d+)", t)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    return t
+
+
+def _row_to_gpu(row: dict[str, str]) -> Gpu:
+    total = row["total_memory_bytes"].strip()
+    return Gpu(
+        name=row["name"].strip(),
+        aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
+        vendor=row["vendor"].strip(),
+        arch=row["arch"].strip(),
+        compute_capability=_parse_cc(row["compute_capability"]),
+        total_memory_bytes=int(total) if total else None,
+        source=row["total_memory_source"].strip() or None,
+        supports_fp8_kv=row["fp8"].strip().lower().startswith("native"),
+        supports_nvfp4_kv=row["nvfp4"].strip().lower().startswith("native"),
+        fp8_note=row["fp8"].strip(),
+        nvfp4_note=row["nvfp4"].strip(),
+        notes=row["notes"].strip(),
+    )
+
+
+@cache
+def _catalogue() -> tuple[Gpu, ...]:
+    text = resources.files("kvplan").joinpath("data", "gpus.csv").read_text(encoding="utf-8")
+    return tuple(_row_to_gpu(r) for r in csv.DictReader(io.StringIO(text)))
+
+
+def list_gpus() -> list[Gpu]:
+    """Every catalogue row, in file order."""
+    return list(_catalogue())
+
+
+# --------------------------------------------------------------------------------------------
+# Lookup
+
+_VENDOR_WORDS = ("nvidia", "geforce", "tesla", "amd", "instinct", "radeon")
+
+
+def normalize_gpu_name(text: str) -> str:
+    """'NVIDIA H100-80G' → 'h10080gb': lower case, vendor words and punctuation dropped."""
+    s = str(text).lower()
+    s = re.sub(r"(\d)\s*g(?:i?b)?\b", r"\1gb", s)  # 80G / 80 GB / 80GiB → 80gb
+    for w in _VENDOR_WORDS:
+        s = re.sub(rf"\b{w}\b", " ", s)
+    return re.sub(r"[^a-z0-9]", "", s)
+
+
+# Short or ambiguous names typed by people → (catalogue name, note when it is a choice).
+_H100_AMBIG = "ambiguous (H100 SXM 80GB, H100 PCIe 80GB, H100 NVL 94GB); the SXM part is the most common"
+_A100_AMBIG = ("ambiguous (A100 SXM/PCIe, 40GB/80GB); the SXM 80GB part is the most common")
+_SHORT_ALIASES: dict[str, tuple[str, str | None]] = {
+    "h100": ("NVIDIA H100 SXM 80GB", _H100_AMBIG),
+    "h10080gb": ("NVIDIA H100 SXM 80GB", "ambiguous (SXM or PCIe 80GB); chose SXM, the most common"),
+    "h100sxm": ("NVIDIA H100 SXM 80GB", None),
+    "h100sxm80gb": ("NVIDIA H100 SXM 80GB", None),
+    "h100hbm3": ("NVIDIA H100 SXM 80GB", None),
+    "h100pcie": ("NVIDIA H100 PCIe 80GB", None),
+    "h100pcie80gb": ("NVIDIA H100 PCIe 80GB", None),
+    "h100nvl": ("NVIDIA H100 NVL 94GB", None),
+    "h200": ("NVIDIA H200 141GB (SXM)", "ambiguous (H200 SXM or H200 NVL); chose SXM, the most common"),
+    "h200sxm": ("NVIDIA H200 141GB (SXM)", None),
+    "h200141gb": ("NVIDIA H200 141GB (SXM)", None),
+    "h200sxm141gb": ("NVIDIA H200 141GB (SXM)", None),
+    "h20": ("NVIDIA H20 96GB", "ambiguous (H20 96GB or 141GB); chose the original 96GB part"),
+    "h2096gb": ("NVIDIA H20 96GB", None),
+    "h20141gb": ("NVIDIA H20 141GB", None),
+    "gh200": ("NVIDIA GH200 96GB", "ambiguous (GH200 96GB HBM3 or 144GB HBM3e); chose 96GB"),
+    "gh200144gb": ("NVIDIA GH200 144GB", None),
+    "b200": ("NVIDIA B200", None),
+    "b300": ("NVIDIA B300", None),
+    "gb200": ("NVIDIA GB200", None),
+    "a100": ("NVIDIA A100 SXM 80GB", _A100_AMBIG),
+    "a10080gb": ("NVIDIA A100 SXM 80GB", "ambiguous (SXM or PCIe 80GB); chose SXM, the most common"),
+    "a10040gb": ("NVIDIA A100 SXM 40GB", "ambiguous (SXM or PCIe 40GB); chose SXM, the most common"),
+    "a100sxm": ("NVIDIA A100 SXM 80GB", "ambiguous (SXM 40GB or 80GB); chose 80GB"),
+    "a100sxm4": ("NVIDIA A100 SXM 80GB", "ambiguous (SXM4 40GB or 80GB); chose 80GB"),
+    "a100sxm80gb": ("NVIDIA A100 SXM 80GB", None),
+    "a100sxm480gb": ("NVIDIA A100 SXM 80GB", None),
+    "a100sxm40gb": ("NVIDIA A100 SXM 40GB", None),
+    "a100sxm440gb": ("NVIDIA A100 SXM 40GB", None),
+    "a100pcie": ("NVIDIA A100 PCIe 80GB", "ambiguous (PCIe 40GB or 80GB); chose 80GB"),
+    "a100pcie80gb": ("NVIDIA A100 PCIe 80GB", None),
+    "a100pcie40gb": ("NVIDIA A100 PCIe 40GB", None),
+    "a10g": ("NVIDIA A10G", None),
+    "a10": ("NVIDIA A10", None),
+    "l4": ("NVIDIA L4", None),
+    "l40s": ("NVIDIA L40S", None),
+    "l40": ("NVIDIA L40", None),
+    "4090": ("NVIDIA GeForce RTX 4090", None),
+    "rtx4090": ("NVIDIA GeForce RTX 4090", None),
+    "5090": ("NVIDIA GeForce RTX 5090", None),
+    "rtx5090": ("NVIDIA GeForce RTX 5090", None),
+    "3090": ("NVIDIA GeForce RTX 3090", None),
+    "rtx3090": ("NVIDIA GeForce RTX 3090", None),
+    "rtxpro6000": ("NVIDIA RTX PRO 6000 Blackwell 96GB", None),
+    "rtxpro6000blackwell": ("NVIDIA RTX PRO 6000 Blackwell 96GB", None),
+    "pro6000": ("NVIDIA RTX PRO 6000 Blackwell 96GB", None),
+    "rtx6000ada": ("NVIDIA RTX 6000 Ada", None),
+    "6000ada": ("NVIDIA RTX 6000 Ada", None),
+    "v100": ("NVIDIA V100 16GB", "ambiguous (V100 16GB or 32GB); chose 16GB, the common cloud part"),
+    "v10016gb": ("NVIDIA V100 16GB", None),
+    "v10032gb": ("NVIDIA V100 32GB", None),
+    "t4": ("NVIDIA T4", None),
+    "gb10": ("NVIDIA DGX Spark (GB10)", None),
+    "dgxspark": ("NVIDIA DGX Spark (GB10)", None),
+    "spark": ("NVIDIA DGX Spark (GB10)", None),
+    "mi300x": ("AMD Instinct MI300X", None),
+    "mi300": ("AMD Instinct MI300X", None),
+    "mi325x": ("AMD Instinct MI325X", None),
+    "mi355x": ("AMD Instinct MI355X", None),
+    "mi250x": ("AMD Instinct MI250X", None),
+    "mi250": ("AMD Instinct MI250X", "MI250 and MI250X GCDs both carry 64 GB; the MI250X row is used"),
+}
+
+
+@cache
+def _index() -> dict[str, tuple[Gpu, str | None]]:
+    """normalized key → (row, ambiguity note). Exact names and CSV aliases first."""
+    by_name = {g.name: g for g in _catalogue()}
+    index: dict[str, tuple[Gpu, str | None]] = {}
+    for g in _catalogue():
+        for text in (g.name, *g.aliases):
+            key = normalize_gpu_name(text)
+            if key in index and index[key][0].name != g.name:
+                raise AssertionError(f"GPU alias {text!r} names two catalogue rows")
+            index.setdefault(key, (g, None))
+    for raw, (name, note) in _SHORT_ALIASES.items():
+        key = normalize_gpu_name(raw)
+        if key in index and index[key][0].name != name:
+            raise AssertionError(f"short GPU alias {raw!r} contradicts the catalogue")
+        if note is not None or key not in index:  # an ambiguity note wins over a plain alias
+            index[key] = (by_name[name], note)
+    return index
+
+
+def gpu_lookup_keys() -> dict[str, str]:
+    """Every accepted normalized name → catalogue name (for `--help` texts and tests)."""
+    return {k: g.name for k, (g, _) in _index().items()}
+
+
+def lookup_gpu(name: str) -> Gpu:
+    """Find a GPU by name or alias, forgivingly ('h100', 'H100-80GB', 'a100-80gb', 'MI300X').
+
+    Case, spaces, punctuation and vendor words do not matter. An ambiguous short name resolves to
+    the most common SKU and `resolved_from` says so. Unknown → `InputError` listing close matches.
+    """
+    text = str(name).strip()
+    key = normalize_gpu_name(text)
+    if not key:
+        raise InputError("empty GPU name", hint="e.g. --gpu h100, --gpu a100-80gb, --gpu mi300x")
+    hit = _index().get(key)
+    if hit is None:
+        raise InputError(f"unknown GPU {text!r}", hint=_suggest(key))
+    gpu, note = hit
+    if text == gpu.name:
+        return gpu
+    how = f"{text!r} → {gpu.name}"
+    if note:
+        how += f" ({note})"
+    return gpu.model_copy(update={"resolved_from": how})
+
+
+def _suggest(key: str) -> str:
+    keys = gpu_lookup_keys()
+    close = difflib.get_close_matches(key, list(keys), n=8, cutoff=0.5)
+    names: list[str] = []
+    for k in close:
+        if keys[k] not in names:
+            names.append(keys[k])
+    tail = "or give the memory yourself with --gpu-memory (e.g. --gpu-memory 80GiB)"
+    if names:
+        return "close matches: " + ", ".join(names[:5]) + "; " + tail
+    return ("known GPUs: " + ", ".join(g.name for g in _catalogue()) + "; " + tail)
+
+
+def gpu_total_memory_bytes(gpu: Gpu, override: int | str | None = None) -> int:
+    """The runtime total memory to size against: an explicit override, else the catalogue's.
+
+    A row without a measured total raises `InputError` asking for `--gpu-memory`.
+    """
+    if override is not None:
+        return parse_size_bytes(override)
+    if gpu.total_memory_bytes is None:
+        raise InputError(
+            f"no measured total memory for {gpu.name} in the catalogue",
+            hint="pass the runtime total with --gpu-memory (torch.cuda.mem_get_info()[1], "
+                 "or deviceQuery's 'Total amount of global memory' bytes), e.g. --gpu-memory 79.1GiB",
+        )
+    return gpu.total_memory_bytes
+
+
+# --------------------------------------------------------------------------------------------
+# Capability gates
+
+
+def sm_version(gpu: Gpu) -> int | None:
+    """NVIDIA compute capability as vLLM's `DeviceCapability.to_int()` (9.0 → 90); None on AMD."""
+    cc = gpu.compute_capability
+    if not gpu.is_nvidia or not isinstance(cc, tuple):
+        return None
+    return cc[0] * 10 + cc[1]
+
+
+def _version_tuple(version: str | None) -> tuple[int, int]:
+    if version is None:
+        return (0, 34)
+    m = re.match(r"\s*v?(\d+)\.(\d+)", str(version))
+    if not m:
+        raise InputError(f"cannot read vLLM version {version!r}", hint="e.g. 0.34.0")
+    return int(m.group(1)), int(m.group(2))
+
+
+_FP8_PLAIN = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+def check_kv_dtype_supported(
+    gpu: Gpu,
+    kv_cache_dtype: str,
+    *,
+    vllm_version: str | None = None,
+    use_mla: bool = False,
+    head_size: int | None = None,
+    has_sinks: bool = False,
+    native_only: bool = False,
+) -> str | None:
+    """Why vLLM cannot run `kv_cache_dtype` on this GPU, or None if some attention backend can.
+
+    Mirrors the CUDA backend gates of vLLM 0.34 (`platforms/cuda.py::_get_backend_priorities`
+    walks FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION; each backend's
+    `supports_compute_capability` + `supports_kv_cache_dtype`, and the Triton impl's SM89 check
+    for fp8). The checks are: fp8 on FlashAttention only with FA3 on sm90 / FA4 on sm100
+    (`fa_utils.flash_attn_supports_kv_cache_dtype`), fp8 on FlashInfer from sm80 (FlashInfer's
+    floor), fp8 on Triton from sm89 (`TritonAttentionImpl.__init__`). NVFP4 goes through
+    `FlashInferBackend.supports_kv_cache_dtype`: the TRT-LLM kernels on the sm100 family, and in
+    0.34 also the FA2 path on the sm80/sm90/sm120 families (plain `nvfp4` only; not at
+    head_size 64 or with sinks, `FlashInferBackend.supports_combination`). 0.31–0.33: sm100 family
+    only. MLA: `VllmConfig.validate_nvfp4_kv_cache_with_mla`; fp8 MLA needs sm89+ (Triton MLA) or
+    the sm90/sm100 MLA kernels. ROCm: `RocmPlatform.supports_fp8()` is true on every CDNA part.
+
+    `native_only=True` also reports GPUs that accept the dtype without hardware support for it
+    (fp8 KV on sm80/sm86 runs only through FlashInfer, dequantised; MI250X has no FP8 units).
+    """
+    d = normalize_kv_cache_dtype(kv_cache_dtype)
+    ver = _version_tuple(vllm_version)
+    tag = f"{gpu.name} ({gpu.arch})"
+    if d in ("auto", "float16", "float32"):
+        return None
+
+    if gpu.is_amd:
+        if d.startswith("nvfp4"):
+            return f"{tag}: NVFP4 KV cache needs NVIDIA Blackwell FP4 kernels; ROCm has none"
+        if d in _FP8_PLAIN and native_only and not gpu.supports_fp8_kv:
+            return (f"{tag} has no FP8 hardware; vLLM's ROCm supports_fp8() still accepts "
+                    f"{d} (RocmPlatform.supports_fp8)")
+        if d == "fp8_inc":
+            return f"{tag}: fp8_inc is Intel Neural Compressor's KV format (Gaudi/XPU) only"
+        return None
+
+    sm = sm_version(gpu)
+    if sm is None:  # unknown vendor/format: no opinion
+        return None
+    cc = f"sm{sm}"
+
+    if d == "bfloat16":
+        if sm < 80:
+            return (f"{tag}: a bfloat16 KV cache needs SM80+ (TritonAttentionImpl; FlashAttention "
+                    f"and FlashInfer need SM80 too); use --kv-cache-dtype float16")
+        return None
+
+    if d in _FP8_PLAIN:
+        if use_mla:
+            if d == "fp8_e5m2":
+                return f"{tag}: no MLA backend accepts fp8_e5m2 (use fp8 / fp8_e4m3)"
+            if sm < 89:
+                return (f"{tag}: an fp8 MLA KV cache needs SM89+ (TritonMLAImpl checks fp8e4nv; "
+                        f"FlashMLA/FlashInfer-MLA need sm90/sm100), this GPU is {cc}")
+            return None
+        if sm < 80:
+            return (f"{tag}: vLLM has no attention backend for an fp8 KV cache on {cc}: "
+                    f"FlashAttention and FlashInfer need SM80+, Triton needs SM89+ "
+                    f"(native fp8e4nv); use float16")
+        if sm < 89:
+            if native_only:
+                return (f"{tag}: no FP8 tensor cores ({cc} < sm89, CudaPlatform.supports_fp8); "
+                        f"vLLM accepts {d} here only through FlashInfer, dequantising in the kernel")
+            return None
+        return None
+
+    if d == "fp8_per_token_head":
+        if sm < 89:
+            return (f"{tag}: fp8_per_token_head runs only on the Triton backend, which needs "
+                    f"SM89+ for fp8 ({cc})")
+        return None
+
+    if d.startswith("nvfp4") and d != "nvfp4_ds_mla":
+        if use_mla:
+            return ("vLLM refuses an nvfp4 KV cache with MLA (VllmConfig."
+                    "validate_nvfp4_kv_cache_with_mla); use fp8, auto or nvfp4_ds_mla")
+        family = sm // 10
+        if family == 10:
+            return None
+        if ver >= (0, 34) and family in (8, 9, 12):
+            if d != "nvfp4":
+                return (f"{tag}: {d} needs the TRT-LLM kernels of the sm100 family; the FA2 path "
+                        f"vLLM 0.34 uses on {cc} writes plain nvfp4 only")
+            if head_size == 64:
+                return f"{tag}: FlashInfer's FA2 prefill misreads an NVFP4 KV cache at head_size 64"
+            if has_sinks:
+                return f"{tag}: FlashInfer's sink prefill wrapper cannot read an NVFP4 KV cache"
+            if native_only and not gpu.supports_nvfp4_kv:
+                return (f"{tag}: no FP4 tensor cores; vLLM 0.34 reads nvfp4 KV here through "
+                        f"FlashInfer's FA2 path (dequantised)")
+            return None
+        if ver >= (0, 34):
+            return (f"{tag}: an NVFP4 KV cache needs FlashInfer on sm80/sm90/sm100/sm120 "
+                    f"families (FlashInfer's floor is SM80); this GPU is {cc}")
+        return (f"{tag}: an NVFP4 KV cache needs Blackwell sm100/sm103 (FlashInfer TRT-LLM "
+                f"kernels) in vLLM {ver[0]}.{ver[1]}; this GPU is {cc}")
+
+    if d == "fp8_inc":
+        return f"{tag}: fp8_inc is Intel Neural Compressor's KV format (Gaudi/XPU); no CUDA backend"
+    return None  # per-token-head int8/int4 (Triton, any CC), *_ds_mla: not gated here
