@@ -121,6 +121,15 @@ class ModelDescription(Frozen):
     quantization: QuantizationInfo = Field(default_factory=QuantizationInfo)
     mamba_ssm_dtype: str | None = None  # the HF field vLLM copies into mamba_ssm_cache_dtype
     num_nextn_predict_layers: int = 0  # MTP modules the checkpoint carries
+    # The KV-owning layers of the checkpoint's MTP module(s) as vLLM's MTP drafter builds them
+    # (num_nextn_predict_layers modules, vLLM's names), filled by the config adapter; empty when
+    # the checkpoint has none or vLLM has no MTP drafter for the architecture. Read by
+    # `kvplan.config.mtp_draft`.
+    mtp_layers: tuple[LayerDescription, ...] = ()
+    # vLLM's CacheConfig.sliding_window for this model: the config's sliding_window when its
+    # layer_types is absent or all sliding (engine/arg_utils.py), else None. Every Attention
+    # layer without a per-layer window falls back to it, draft layers included.
+    model_sliding_window: int | None = None
     use_mla: bool = False
     is_encoder_decoder: bool = False
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config

@@ -1,0 +1,147 @@
+"""Raw Hugging Face config dicts → `kvplan.model.ModelDescription`.
+
+Public entry points:
+
+* `describe_model(config, source=..., hf_quant_config=None)` — a target model;
+* `describe_draft(config, source=..., method=None, target=None, hf_quant_config=None)` — a separate
+  draft head (DFlash / DFlash2, EAGLE, EAGLE3);
+* `mtp_draft(target, num_layers=None)` — the target's own MTP module(s).
+
+Dispatch follows vLLM: the first `architectures` entry kvplan has an adapter for, else
+`model_type` (of the config, then of its nested text config); a config that states its layer kinds
+(`layer_types`) gets the generic adapter, anything else is an UnsupportedError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
+from kvplan.config.drafts import describe_draft, is_draft_architecture, mtp_draft
+from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.model import ModelDescription
+
+__all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
+
+_Adapter = Callable[[Cfg, "dict[str, Any] | None"], ModelDescription]
+
+_LLAMA = partial(llama.describe_llama, family="llama")
+_MISTRAL = partial(llama.describe_llama, family="mistral")
+_MIXTRAL = partial(llama.describe_llama, family="mixtral")
+_QWEN2 = partial(qwen.describe_qwen_dense, family="qwen2")
+_QWEN3 = partial(qwen.describe_qwen_dense, family="qwen3")
+_QWEN3_MOE = partial(qwen.describe_qwen_dense, family="qwen3_moe")
+_QWEN3_NEXT = partial(qwen.describe_qwen_gdn, family="qwen3_next")
+_QWEN3_5 = partial(qwen.describe_qwen_gdn, family="qwen3_5")
+_GEMMA2 = partial(gemma.describe_gemma2_3, family="gemma2")
+_GEMMA3 = partial(gemma.describe_gemma2_3, family="gemma3")
+
+# vLLM: model_executor/models/registry.py — architecture → model file
+_BY_ARCH: dict[str, _Adapter] = {
+    "LlamaForCausalLM": _LLAMA,
+    "MistralForCausalLM": _MISTRAL,
+    "MixtralForCausalLM": _MIXTRAL,
+    "Llama4ForCausalLM": llama.describe_llama4,
+    "Llama4ForConditionalGeneration": llama.describe_llama4,
+    "Qwen2ForCausalLM": _QWEN2,
+    "Qwen3ForCausalLM": _QWEN3,
+    "Qwen3MoeForCausalLM": _QWEN3_MOE,
+    "Qwen3NextForCausalLM": _QWEN3_NEXT,
+    "Qwen3_5ForCausalLM": _QWEN3_5,
+    "Qwen3_5MoeForCausalLM": _QWEN3_5,
+    "Qwen3_5ForConditionalGeneration": _QWEN3_5,
+    "Qwen3_5MoeForConditionalGeneration": _QWEN3_5,
+    "DeepseekForCausalLM": deepseek.describe_deepseek,
+    "DeepseekV2ForCausalLM": deepseek.describe_deepseek,
+    "DeepseekV3ForCausalLM": deepseek.describe_deepseek,
+    "DeepseekV32ForCausalLM": deepseek.describe_deepseek,
+    "Gemma2ForCausalLM": _GEMMA2,
+    "Gemma3ForCausalLM": _GEMMA3,
+    "Gemma3ForConditionalGeneration": _GEMMA3,
+    "Gemma4ForCausalLM": gemma.describe_gemma4,
+    "Gemma4ForConditionalGeneration": gemma.describe_gemma4,
+    "GptOssForCausalLM": gpt_oss.describe_gpt_oss,
+    "MambaForCausalLM": mamba.describe_mamba1,
+    "FalconMambaForCausalLM": mamba.describe_mamba1,
+    "Mamba2ForCausalLM": mamba.describe_mamba2,
+    "JambaForCausalLM": mamba.describe_jamba,
+    "NemotronHForCausalLM": mamba.describe_nemotron_h,
+    "FalconH1ForCausalLM": mamba.describe_falcon_h1,
+    "GraniteMoeHybridForCausalLM": mamba.describe_granite_hybrid,
+    "Lfm2ForCausalLM": lfm2.describe_lfm2,
+    "MiniMaxM2ForCausalLM": minimax.describe_minimax_m2,
+    "MiniMaxText01ForCausalLM": minimax.describe_minimax_linear,
+    "MiniMaxM1ForCausalLM": minimax.describe_minimax_linear,
+    "MiniMaxForCausalLM": minimax.describe_minimax_linear,
+    "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
+    "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
+}
+
+# model_type → adapter, for configs without a known architecture
+_BY_MODEL_TYPE: dict[str, _Adapter] = {
+    "llama": _LLAMA, "mistral": _MISTRAL, "mixtral": _MIXTRAL,
+    "llama4": llama.describe_llama4, "llama4_text": llama.describe_llama4,
+    "qwen2": _QWEN2, "qwen3": _QWEN3, "qwen3_moe": _QWEN3_MOE, "qwen3_next": _QWEN3_NEXT,
+    "qwen3_5": _QWEN3_5, "qwen3_5_moe": _QWEN3_5, "qwen3_5_text": _QWEN3_5,
+    "qwen3_5_moe_text": _QWEN3_5,
+    "deepseek": deepseek.describe_deepseek, "deepseek_v2": deepseek.describe_deepseek,
+    "deepseek_v3": deepseek.describe_deepseek, "deepseek_v32": deepseek.describe_deepseek,
+    "kimi_k2": deepseek.describe_deepseek,
+    "gemma2": _GEMMA2, "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
+    "gemma4": gemma.describe_gemma4, "gemma4_text": gemma.describe_gemma4,
+    "gpt_oss": gpt_oss.describe_gpt_oss,
+    "mamba": mamba.describe_mamba1, "falcon_mamba": mamba.describe_mamba1,
+    "mamba2": mamba.describe_mamba2, "jamba": mamba.describe_jamba,
+    "nemotron_h": mamba.describe_nemotron_h, "falcon_h1": mamba.describe_falcon_h1,
+    "granitemoehybrid": mamba.describe_granite_hybrid,
+    "lfm2": lfm2.describe_lfm2,
+    "minimax_m2": minimax.describe_minimax_m2,
+    "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
+    "minimax_m1": minimax.describe_minimax_linear,
+    "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
+}
+
+
+def supported_architectures() -> tuple[str, ...]:
+    """Architectures with a dedicated adapter (for `kvplan --help` / docs)."""
+    return tuple(sorted(_BY_ARCH))
+
+
+def _pick(top: Cfg) -> _Adapter:
+    for arch in architectures(top):
+        if arch in _BY_ARCH:
+            return _BY_ARCH[arch]
+    text = text_cfg(top)
+    for cfg in (top, text):
+        model_type = cfg.get("model_type")
+        if isinstance(model_type, str) and model_type in _BY_MODEL_TYPE:
+            return _BY_MODEL_TYPE[model_type]
+    return generic.describe_generic
+
+
+def describe_model(config: Mapping[str, Any], *, source: str,
+                   hf_quant_config: Mapping[str, Any] | None = None) -> ModelDescription:
+    """Describe a target model from its parsed config.json (and optional hf_quant_config.json).
+
+    Raises ConfigError for missing or malformed fields (the message names the field) and
+    UnsupportedError for architectures kvplan cannot describe.
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{source}: config.json must be a JSON object, got "
+                          f"{type(config).__name__}")
+    top = Cfg(config, source)
+    archs = architectures(top)
+    if is_draft_architecture(archs) or top.has("dflash_config"):
+        raise UnsupportedError(
+            f"{source}: {', '.join(archs) or 'this config'} is a speculative-decoding draft head, "
+            "not a target model",
+            hint="Give it as the draft model (kvplan.config.describe_draft / the draft option).")
+    if not top.has("model_type") and not archs:
+        raise ConfigError(f"{source}: config.json has neither 'model_type' nor 'architectures'",
+                          hint=SPECS_HINT)
+    adapter = _pick(top)
+    quant = dict(hf_quant_config) if hf_quant_config is not None else None
+    return adapter(top, quant)
