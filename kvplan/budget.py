@@ -67,7 +67,8 @@ class KvBudget(_Frozen):
 # Explicit and logged budgets
 
 
-def explicit_budget(num_bytes: int | str) -> KvBudget:
+def explicit_budget(num_bytes: int | str, *, gpu_memory_utilization: float | None = None
+                    ) -> KvBudget:
     """`--kv-cache-memory` (vLLM `kv_cache_memory_bytes`): used as is, per GPU.
 
     vLLM still runs the profile pass but ignores gpu_memory_utilization; in 0.34 it also turns
@@ -78,8 +79,9 @@ def explicit_budget(num_bytes: int | str) -> KvBudget:
         mode=BudgetMode.EXPLICIT, available_kv_bytes_per_gpu=b,
         breakdown=(BudgetTerm(name="kv_cache_memory_bytes", num_bytes=b,
                               how="given (vLLM: CacheConfig.kv_cache_memory_bytes)"),),
-        warnings=("gpu_memory_utilization is ignored when the KV cache memory is given "
-                  "(and vLLM 0.34 disables the extensible KV cache)",),
+        warnings=(("gpu_memory_utilization is ignored when the KV cache memory is given "
+                   "(and vLLM 0.34 disables the extensible KV cache)",)
+                  if gpu_memory_utilization is not None else ()),
         extensible_kv_cache=False,
     )
 

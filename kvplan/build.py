@@ -391,10 +391,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                       override=dep.draft_attention_backend or dep.attention_backend)
         return _attention_backend(layer, kv_dtype, dep, causal=True, override=dep.attention_backend)
 
-    for dt in {kv_dtype, draft_kv or kv_dtype}:
-        if kv_quant_mode(dt).is_nvfp4 and dep.sm is not None and dep.sm < 100:
-            warnings.append(f"{dt} KV cache needs FP4 tensor cores (Blackwell, sm100+); on "
-                            f"sm{dep.sm} vLLM cannot run it — numbers shown as if it could")
     target_backends = [backend_for(layer, False) for layer in target.layers]
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
     distinct: list[Backend] = []

@@ -138,6 +138,11 @@ def check(
         "--available-kv-gib", help="copied from vLLM's 'Available KV cache memory: X GiB' line")
     ] = None,
     gpu: Annotated[str | None, Opt("--gpu", help="catalogue name (kvplan gpus), e.g. H100")] = None,
+    gpu_memory: Annotated[str | None, Opt(
+        "--gpu-memory", help="the GPU's runtime total memory (bytes or 79.1GiB)")] = None,
+    gpu_memory_utilization: Annotated[float | None, Opt("--gpu-memory-utilization")] = None,
+    data_parallel_size: Annotated[int, Opt("--data-parallel-size", "-dp")] = 1,
+    enforce_eager: Annotated[bool, Opt("--enforce-eager", help="no CUDA graphs")] = False,
     revision: Annotated[str | None, Opt("--revision")] = None,
     vllm: Annotated[str | None, Opt(
         "--vllm", help="vLLM release profile: 0.31.0, 0.32.0, 0.33.0, 0.34.0 (default newest)")
@@ -156,13 +161,12 @@ def check(
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
     mml, auto = _parse_max_model_len(max_model_len)
     avail: int | None = None
-    budget_mode = "explicit (--kv-cache-memory)"
     if kv_cache_memory is not None:
         avail = parse_size_bytes(kv_cache_memory)
     elif available_kv_gib is not None:
         if available_kv_gib <= 0:
             raise InputError("--available-kv-gib must be positive")
-        avail, budget_mode = int(available_kv_gib * GiB), "from a vLLM log line (--available-kv-gib)"
+        avail = int(available_kv_gib * GiB)
     if specs is not None:
         _check_specs(specs, model, vllm, with_fix, avail, mml, auto, max_num_batched_tokens,
                      fmt, as_json, explain)
@@ -170,32 +174,36 @@ def check(
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json) "
                          "or --specs FILE.json")
-    if avail is None:
-        raise InputError("no KV cache budget given",
-                         hint="pass --kv-cache-memory SIZE (vLLM's kv_cache_memory_bytes) or "
-                              "--available-kv-gib X from a vLLM startup log")
     spec_cfg = _speculative_config(speculative_config)
-    draft = draft or spec_cfg.get("model")
-    method = speculative_method or spec_cfg.get("method")
-    k = num_speculative_tokens or int(spec_cfg.get("num_speculative_tokens") or 0)
-    draft_kv = draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype")
-    draft_tp = draft_tensor_parallel_size or spec_cfg.get("draft_tensor_parallel_size")
-    result = _plan_model(
-        model=model, revision=revision, draft=draft, method=method, gpu=gpu,
-        deployment=dict(
-            vllm_version=vllm, with_fix=with_fix, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
-            block_size=block_size, max_model_len=mml, auto_fit_max_model_len=auto,
-            max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-            tensor_parallel_size=tensor_parallel_size,
-            pipeline_parallel_size=pipeline_parallel_size,
-            decode_context_parallel_size=decode_context_parallel_size,
-            enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
-            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
-            num_gpu_blocks_override=num_gpu_blocks_override, num_speculative_tokens=k,
-            draft_kv_cache_dtype=draft_kv, draft_tensor_parallel_size=draft_tp,
-            draft_block_size=draft_block_size, available_kv_bytes=avail),
-        budget_mode=budget_mode, explain=explain)
-    raise typer.Exit(_emit(result, fmt, as_json))
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request, evaluate
+
+    dep = Deployment(
+        vllm_version=vllm, with_fix=with_fix, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
+        block_size=block_size, max_model_len=mml, auto_fit_max_model_len=auto,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+        decode_context_parallel_size=decode_context_parallel_size,
+        pp_layer_partition=os.environ.get("VLLM_PP_LAYER_PARTITION") or None,
+        enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
+        mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
+        num_gpu_blocks_override=num_gpu_blocks_override,
+        speculative_method=speculative_method or spec_cfg.get("method"),
+        num_speculative_tokens=num_speculative_tokens
+        or int(spec_cfg.get("num_speculative_tokens") or 0),
+        draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
+        draft_tensor_parallel_size=draft_tensor_parallel_size
+        or spec_cfg.get("draft_tensor_parallel_size"),
+        draft_attention_backend=spec_cfg.get("attention_backend"),
+        draft_block_size=draft_block_size)
+    req = Request(model=model, deployment=dep, revision=revision,
+                  draft=draft or spec_cfg.get("model"), gpu=gpu,
+                  gpu_memory_bytes=parse_size_bytes(gpu_memory) if gpu_memory else None,
+                  gpu_memory_utilization=gpu_memory_utilization,
+                  kv_cache_memory_bytes=avail if kv_cache_memory is not None else None,
+                  available_kv_gib=available_kv_gib, data_parallel_size=data_parallel_size,
+                  enforce_eager=enforce_eager, explain=explain)
+    raise typer.Exit(_emit(evaluate(req).plan, fmt, as_json))
 
 
 def _speculative_config(text: str | None) -> dict[str, Any]:
@@ -211,61 +219,6 @@ def _speculative_config(text: str | None) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise InputError("--speculative-config must be a JSON object")
     return cfg
-
-
-def _describe(source: str, revision: str | None, *, draft_of: Any = None,
-              method: str | None = None) -> tuple[Any, list[str]]:
-    from kvplan import config, hub
-
-    files = hub.load_model_files(source, revision=revision)
-    if draft_of is None:
-        desc = config.describe_model(files.config, source=source,
-                                     hf_quant_config=files.hf_quant_config)
-    else:
-        desc = config.describe_draft(files.config, source=source, method=method, target=draft_of,
-                                     hf_quant_config=files.hf_quant_config)
-    return desc, list(getattr(files, "notes", ()))
-
-
-def _plan_model(*, model: str, revision: str | None, draft: str | None, method: str | None,
-                gpu: str | None, deployment: dict[str, Any], budget_mode: str,
-                explain: bool = False) -> Any:
-    from kvplan.build import Deployment, build
-    from kvplan.engine.planner import plan as run_plan
-    from kvplan.plan import build_plan
-
-    target, notes = _describe(model, revision)
-    draft_desc = None
-    if method == "mtp" and draft is None:
-        from kvplan import config
-
-        draft_desc = config.mtp_draft(target)
-    elif draft is not None:
-        draft_desc, draft_notes = _describe(draft, None, draft_of=target, method=method)
-        notes += draft_notes
-    gpu_label = None
-    if gpu is not None:
-        from kvplan import hardware
-
-        g = hardware.lookup_gpu(gpu)
-        gpu_label = g.name
-        deployment.update(sm=hardware.sm_version(g), gpu_name=g.name,
-                          gpu_total_memory_bytes=g.total_memory_bytes)
-        if g.resolved_from:
-            notes.append(f"GPU {gpu!r}: {g.resolved_from}")
-    dep = Deployment(speculative_method=method, **deployment)
-    built = build(target, dep, draft_desc)
-    result = run_plan(built.planner_input)
-    draft_layers = frozenset(p.name for p in built.layers if p.is_draft)
-    explanation = None
-    if explain:
-        from kvplan.explain import explain_model
-
-        explanation = explain_model(target, dep, draft_desc, result, draft_layers)
-    return build_plan(result, model=model, draft=draft, gpu=gpu_label, budget_mode=budget_mode,
-                      max_num_batched_tokens=built.max_num_batched_tokens,
-                      warnings=tuple(notes) + built.warnings, draft_layers=draft_layers,
-                      explanation=explanation)
 
 
 def _check_specs(specs: Path, model: str | None, vllm: str | None, with_fix: bool,

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvplan.budget import KvBudget
 from kvplan.engine.planner import EngineResult
 from kvplan.engine.serialize import contract_dict
 from kvplan.explain import Explanation
@@ -80,6 +81,10 @@ class Plan(FrozenModel):
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
     explanation: Explanation | None = None
+    budget: KvBudget | None = None
+    data_parallel_size: int = 1
+    total_max_concurrency: float | None = Field(
+        default=None, description="max concurrency × data_parallel_size (all replicas)")
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
 
@@ -120,7 +125,8 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
                gpu: str | None = None, budget_mode: str = "explicit",
                max_num_batched_tokens: int = 0, available_kv_bytes: tuple[int, ...] = (),
                warnings: tuple[str, ...] = (), draft_layers: frozenset[str] = frozenset(),
-               explanation: Explanation | None = None) -> Plan:
+               explanation: Explanation | None = None, budget: KvBudget | None = None,
+               data_parallel_size: int = 1) -> Plan:
     pool = result.pool_bytes_per_block[0] if result.pool_bytes_per_block else 0
     total = result.total_blocks_per_request or 1
     rows = []
@@ -172,6 +178,9 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         error_type=err.type if err else None, error_message=err.message if err else None,
         grouping_path=result.grouping.path if result.grouping else None,
         padding_layer_warnings=padding_warnings, warnings=list(warnings), explanation=explanation,
+        budget=budget, data_parallel_size=data_parallel_size,
+        total_max_concurrency=(result.max_concurrency * data_parallel_size
+                               if result.max_concurrency is not None else None),
         vllm_contract=contract_dict(result))
 
 

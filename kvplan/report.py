@@ -79,6 +79,12 @@ def _render_main(plan: Plan, console: Console) -> None:
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
                   f"{plan.max_num_batched_tokens:,} ({plan.max_in_flight_tokens:,} in flight)")
+    if plan.budget is not None and plan.budget.breakdown:
+        for term in plan.budget.breakdown:
+            console.print(f"  [dim]{term.num_bytes / 2**30:+9.2f} GiB  {escape(term.name)}: "
+                          f"{escape(term.how)}[/]")
+        console.print(f"  [dim]= {plan.budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
+                      "available for the KV cache (estimate)[/]")
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     if plan.verdict is Verdict.CANNOT_GROUP:
@@ -130,6 +136,9 @@ def _render_main(plan: Plan, console: Console) -> None:
                           f"{plan.max_model_len_after_planning:,}")
         if plan.capacity_log_line:
             console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
+        if plan.data_parallel_size > 1 and plan.total_max_concurrency is not None:
+            console.print(f"{plan.data_parallel_size} data-parallel replicas: "
+                          f"{plan.total_max_concurrency:.2f}x max-length requests in total")
     else:
         short_by = plan.margin_bytes
         short = f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)" if short_by is not None else ""

@@ -1,0 +1,218 @@
+"""One deployment, end to end: hub → configs → weights → budget → specs → engine → `Plan`.
+
+The glue every command shares (`check`, `ci`, `sweep`, `--serve`, `--from-log`). It reads files
+only through `kvplan.hub`; everything else is the pure modules in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvplan.budget import (
+    BudgetMode,
+    KvBudget,
+    budget_from_log_gib,
+    estimate_budget,
+    explicit_budget,
+)
+from kvplan.build import BuildResult, Deployment, build
+from kvplan.engine.planner import EngineResult, plan
+from kvplan.errors import InputError
+from kvplan.model import ModelDescription
+from kvplan.plan import Plan, build_plan
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a user says about one deployment (CLI flags, a serve line, a CI entry)."""
+
+    model: str
+    deployment: Deployment = field(default_factory=Deployment)
+    revision: str | None = None
+    draft: str | None = None
+    gpu: str | None = None
+    gpu_memory_bytes: int | None = None  # --gpu-memory: the runtime total, overrides the catalogue
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None  # vLLM's kv_cache_memory_bytes (explicit budget)
+    available_kv_gib: float | None = None  # from a vLLM "Available KV cache memory" log line
+    data_parallel_size: int = 1
+    enforce_eager: bool = False
+    explain: bool = False
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The loaded inputs of a request (reused by sweeps: configs are read once)."""
+
+    target: ModelDescription
+    draft: ModelDescription | None
+    target_config: dict[str, Any]
+    target_quant: dict[str, Any] | None
+    draft_config: dict[str, Any] | None
+    weight_headers: dict[str, dict] | None  # type: ignore[type-arg]
+    notes: tuple[str, ...]
+
+
+def resolve(req: Request) -> Resolved:
+    """Load the target (and draft) configs and describe them."""
+    from kvplan import config, hub
+
+    files = hub.load_model_files(req.model, revision=req.revision)
+    target = config.describe_model(files.config, source=req.model,
+                                   hf_quant_config=files.hf_quant_config)
+    notes = list(files.notes)
+    method = req.deployment.speculative_method
+    draft_desc, draft_cfg = None, None
+    if req.draft is not None:
+        dfiles = hub.load_model_files(req.draft)
+        draft_desc = config.describe_draft(dfiles.config, source=req.draft, method=method,
+                                           target=target, hf_quant_config=dfiles.hf_quant_config)
+        draft_cfg = dfiles.config
+        notes += list(dfiles.notes)
+    elif method == "mtp":
+        draft_desc = config.mtp_draft(target)
+    headers = None
+    if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
+        headers = hub.safetensors_headers(files)
+    return Resolved(target=target, draft=draft_desc, target_config=dict(files.config),
+                    target_quant=files.hf_quant_config, draft_config=draft_cfg,
+                    weight_headers=headers, notes=tuple(notes))
+
+
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    for key in ("text_config", "llm_config", "language_config", "thinker_config"):
+        sub = cfg.get(key)
+        if isinstance(sub, dict) and ("num_hidden_layers" in sub or "hidden_size" in sub):
+            return sub
+    return cfg
+
+
+def _gpu(req: Request) -> tuple[Any, int | None, str | None]:
+    """(catalogue Gpu or None, sm version, note)."""
+    if req.gpu is None:
+        return None, None, None
+    from kvplan import hardware
+
+    g = hardware.lookup_gpu(req.gpu)
+    note = f"GPU {req.gpu!r}: {g.resolved_from}" if g.resolved_from else None
+    return g, hardware.sm_version(g), note
+
+
+def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvBudget:
+    """Explicit, from a log, or estimated (weights + overhead terms) — the mode is always named."""
+    if req.kv_cache_memory_bytes is not None:
+        return explicit_budget(req.kv_cache_memory_bytes,
+                               gpu_memory_utilization=req.gpu_memory_utilization)
+    if req.available_kv_gib is not None:
+        return budget_from_log_gib(req.available_kv_gib)
+    if gpu is None and req.gpu_memory_bytes is None:
+        raise InputError("no KV cache budget: give a GPU or the memory",
+                         hint="pass --gpu NAME (see `kvplan gpus`), --gpu-memory SIZE, "
+                              "--kv-cache-memory SIZE or --available-kv-gib X")
+    from kvplan import weights
+
+    dep = built.planner_input
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    text = _text_config(res.target_config)
+    kv_heads = text.get("num_key_value_heads")
+    layers = text.get("num_hidden_layers")
+    if res.weight_headers:
+        w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
+                                                  num_kv_heads=kv_heads)
+    else:
+        w = weights.weight_bytes_from_config(res.target_config, hf_quant_config=res.target_quant)
+    per_rank = w.max_per_rank_bytes(tp, pp_size=pp, pp_partition=req.deployment.pp_layer_partition,
+                                    num_kv_heads=kv_heads)
+    how = f"{w.method}{' (estimated)' if w.estimated else ''}, per rank at TP {tp}, PP {pp}"
+    if res.draft is not None and res.draft_config is not None:
+        dw = weights.weight_bytes_from_config(res.draft_config, draft_method=res.draft.draft_method)
+        dtp = req.deployment.draft_tensor_parallel_size or tp
+        per_rank += dw.per_rank_bytes(dtp)
+        how += f" + draft {dw.method} (estimated)"
+    moe = text.get("moe_intermediate_size")
+    return estimate_budget(
+        gpu if gpu is not None else int(req.gpu_memory_bytes or 0), req.gpu_memory_utilization,
+        per_rank, vllm_version=dep.vllm_version or "0.34.0", tp=tp, pp=pp,
+        hidden_size=int(text.get("hidden_size") or 0), vocab_size=int(text.get("vocab_size") or 0),
+        num_layers=int(layers or 0), intermediate_size=text.get("intermediate_size"),
+        moe_intermediate_size=moe, num_experts_per_tok=int(text.get("num_experts_per_tok") or 0),
+        max_num_batched_tokens=dep.max_num_batched_tokens,
+        max_num_seqs=req.deployment.max_num_seqs, enforce_eager=req.enforce_eager,
+        gpu_name=getattr(gpu, "name", None), weights_how=how,
+        gpu_memory_override=req.gpu_memory_bytes)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    plan: Plan
+    result: EngineResult
+    built: BuildResult
+    budget: KvBudget
+
+
+def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
+    """Plan one request. Pass `res` to reuse loaded configs (sweeps, what-ifs)."""
+    if req.data_parallel_size < 1:
+        raise InputError("--data-parallel-size must be ≥ 1")
+    res = res or resolve(req)
+    gpu, sm, gpu_note = _gpu(req)
+    dep = req.deployment
+    if gpu is not None:
+        dep = replace(dep, sm=sm, gpu_name=gpu.name,
+                      gpu_total_memory_bytes=req.gpu_memory_bytes or gpu.total_memory_bytes)
+    elif req.gpu_memory_bytes is not None:
+        dep = replace(dep, gpu_total_memory_bytes=req.gpu_memory_bytes)
+    if dep.decode_context_parallel_size > 1 and any(
+            layer.kind.value in ("sliding_window", "sliding_window_mla")
+            for layer in res.target.layers):
+        raise InputError("decode context parallelism does not support sliding-window layers "
+                         "(vLLM asserts 'DCP not support sliding window.')",
+                         hint="drop --decode-context-parallel-size for this model")
+    built = build(res.target, dep, res.draft)
+    budget = budget_for(req, res, built, gpu)
+    if budget.available_kv_bytes_per_gpu <= 0:
+        budget_warning = ("the estimated budget leaves no memory for the KV cache "
+                          f"({budget.available_kv_bytes_per_gpu:,} B)")
+    else:
+        budget_warning = None
+    extensible = bool(budget.extensible_kv_cache) and budget.mode is BudgetMode.ESTIMATED
+    inp = replace(built.planner_input,
+                  available_kv_bytes=(budget.available_kv_bytes_per_gpu,)
+                  * len(built.planner_input.worker_specs),
+                  enable_extensible_kv_cache=extensible,
+                  gpu_memory_utilization=budget.gpu_memory_utilization if extensible else None)
+    result = plan(inp)
+    draft_layers = frozenset(p.name for p in built.layers if p.is_draft)
+    explanation = None
+    if req.explain:
+        from kvplan.explain import explain_model
+
+        explanation = explain_model(res.target, replace(dep, available_kv_bytes=budget
+                                                        .available_kv_bytes_per_gpu),
+                                    res.draft, result, draft_layers)
+    notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
+             *([budget_warning] if budget_warning else [])]
+    if gpu is not None:
+        from kvplan import hardware
+
+        for dt in {built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype}:
+            reason = hardware.check_kv_dtype_supported(gpu, dt, vllm_version=inp.vllm_version,
+                                                       use_mla=res.target.use_mla)
+            if reason:
+                notes.append(reason)
+    the_plan = build_plan(
+        result, model=req.label or req.model, draft=req.draft or (
+            f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
+        gpu=gpu.name if gpu is not None else None, budget_mode=_budget_label(budget),
+        max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
+        draft_layers=draft_layers, explanation=explanation, budget=budget,
+        data_parallel_size=req.data_parallel_size)
+    return Evaluation(plan=the_plan, result=result, built=built, budget=budget)
+
+
+def _budget_label(b: KvBudget) -> str:
+    return {BudgetMode.EXPLICIT: "explicit (--kv-cache-memory)",
+            BudgetMode.FROM_LOG: "from a vLLM log line",
+            BudgetMode.ESTIMATED: "estimated"}.get(b.mode, str(b.mode))
