@@ -206,6 +206,61 @@ def check(
     raise typer.Exit(_emit(evaluate(req).plan, fmt, as_json))
 
 
+@app.command()
+@handles_errors
+def gpus(
+    as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
+) -> None:
+    """List the GPU catalogue: runtime-reported memory, architecture, FP8/NVFP4 support."""
+    from kvplan import hardware, report
+
+    rows = hardware.list_gpus()
+    if as_json:
+        import json
+
+        typer.echo(json.dumps([g.model_dump(mode="json") for g in rows], indent=2))
+        return
+    report.render_gpus(rows, _console())
+
+
+@app.command()
+@handles_errors
+def layers(
+    model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
+    draft: Annotated[str | None, Opt("--draft")] = None,
+    speculative_method: Annotated[str | None, Opt("--speculative-method")] = None,
+    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
+    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype")] = "auto",
+    draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype")] = None,
+    tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp")] = 1,
+    max_model_len: Annotated[str | None, Opt("--max-model-len")] = None,
+    gpu: Annotated[str | None, Opt("--gpu")] = None,
+    vllm: Annotated[str | None, Opt("--vllm")] = None,
+    revision: Annotated[str | None, Opt("--revision")] = None,
+    as_json: Annotated[bool, Opt("--json")] = False,
+) -> None:
+    """Per-layer table of what kvplan understood: kind, heads × dim, window, dtype, bytes/token."""
+    from kvplan import report
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request, layer_rows
+
+    mml, _ = _parse_max_model_len(max_model_len)
+    dep = Deployment(vllm_version=vllm, kv_cache_dtype=kv_cache_dtype,
+                     draft_kv_cache_dtype=draft_kv_cache_dtype, max_model_len=mml,
+                     tensor_parallel_size=tensor_parallel_size,
+                     speculative_method=speculative_method,
+                     num_speculative_tokens=num_speculative_tokens, max_num_batched_tokens=8192)
+    rows, notes = layer_rows(Request(model=model, deployment=dep, draft=draft, gpu=gpu,
+                                     revision=revision, kv_cache_memory_bytes=1))
+    if as_json:
+        import json
+
+        typer.echo(json.dumps({"layers": [r.model_dump(mode="json") for r in rows],
+                               "warnings": list(notes)}, indent=2))
+        return
+    report.render_layers(rows, notes, _console())
+
+
 def _speculative_config(text: str | None) -> dict[str, Any]:
     import json
 

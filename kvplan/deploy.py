@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from kvplan.budget import (
     BudgetMode,
     KvBudget,
@@ -216,3 +218,53 @@ def _budget_label(b: KvBudget) -> str:
     return {BudgetMode.EXPLICIT: "explicit (--kv-cache-memory)",
             BudgetMode.FROM_LOG: "from a vLLM log line",
             BudgetMode.ESTIMATED: "estimated"}.get(b.mode, str(b.mode))
+
+
+class LayerRow(BaseModel):
+    """One layer as kvplan understood it (`kvplan layers`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    name: str
+    kind: str
+    draft: bool
+    heads_x_dim: str
+    window: int | None
+    dtype: str
+    backend: str | None
+    block_size_tokens: int
+    page_bytes_per_token: str = Field(description="per rank; state layers: bytes per request")
+
+
+def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
+    """The per-layer specs `evaluate` would plan, one row each."""
+    from kvplan.specs import AttentionSpec, MambaSpec, bytes_per_token
+
+    res = resolve(req)
+    gpu, sm, note = _gpu(req)
+    dep = replace(req.deployment, sm=sm) if gpu is not None else req.deployment
+    built = build(res.target, dep, res.draft)
+    rows = []
+    for i, lp in enumerate(built.layers):
+        spec = lp.spec
+        if isinstance(spec, AttentionSpec):
+            heads = f"{spec.num_kv_heads} × {spec.head_size}"
+            if spec.head_size_v not in (spec.head_size, None):
+                heads += f"/{spec.head_size_v}"
+            per_tok = str(bytes_per_token(spec))
+            dtype = spec.dtype if spec.kv_quant_mode.value == "NONE" else \
+                f"{spec.dtype} ({spec.kv_quant_mode.value})"
+            window = getattr(spec, "sliding_window", None) or getattr(
+                spec, "attention_chunk_size", None)
+        else:
+            assert isinstance(spec, MambaSpec)
+            heads = " + ".join("×".join(map(str, s)) for s in spec.shapes)
+            per_tok = f"{spec.unpadded_page_size_bytes:,} state"
+            dtype = "/".join(spec.dtypes)
+            window = None
+        rows.append(LayerRow(index=i, name=lp.name, kind=lp.kind, draft=lp.is_draft,
+                             heads_x_dim=heads, window=window, dtype=dtype, backend=lp.backend,
+                             block_size_tokens=spec.block_size, page_bytes_per_token=per_tok))
+    notes = (*res.notes, *([note] if note else []), *built.warnings)
+    return rows, tuple(dict.fromkeys(notes))

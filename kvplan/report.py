@@ -217,3 +217,33 @@ def render_markdown(plan: Plan) -> str:
         if plan.error_message:
             lines += ["", f"> {plan.error_message}"]
     return "\n".join(lines) + "\n"
+
+
+def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
+    table = Table(title="GPU catalogue (memory as the CUDA/HIP runtime reports it)",
+                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    for col in ("name", "arch", "memory", "fp8 KV", "nvfp4 KV"):
+        table.add_column(col, justify="right" if col == "memory" else "left")
+    for g in rows:
+        mem = f"{g.total_memory_bytes / 2**30:.2f} GiB" if g.total_memory_bytes else "unmeasured"
+        table.add_row(escape(g.name), escape(g.arch), mem, "yes" if g.supports_fp8_kv else "-",
+                      "yes" if g.supports_nvfp4_kv else "-")
+    console.print(table)
+    console.print("[dim]unmeasured: pass --gpu-memory with the runtime total "
+                  "(torch.cuda.mem_get_info()[1]).[/]")
+
+
+def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:  # type: ignore[type-arg]
+    for n in notes:
+        console.print(f"[yellow]note:[/] {escape(n)}")
+    table = Table(title="Layers as vLLM's workers would report them (per TP rank)",
+                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    for col, just in (("#", "right"), ("name", "left"), ("kind", "left"), ("heads × dim", "left"),
+                      ("window", "right"), ("dtype", "left"), ("backend", "left"),
+                      ("block", "right"), ("B/token", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(str(r.index), escape(r.name), r.kind + (" (draft)" if r.draft else ""),
+                      r.heads_x_dim, f"{r.window:,}" if r.window else "-", escape(r.dtype),
+                      r.backend or "-", f"{r.block_size_tokens:,}", r.page_bytes_per_token)
+    console.print(table)
