@@ -261,6 +261,109 @@ def layers(
     report.render_layers(rows, notes, _console())
 
 
+@app.command()
+@handles_errors
+def sweep(
+    model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
+    max_model_len: Annotated[str, Opt("--max-model-len", help="8k..1M or 8k,32k,128k")] = "8k..1M",
+    gpu: Annotated[str, Opt("--gpu", help="comma-separated catalogue names")] = "H100",
+    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype",
+                                       help="comma-separated")] = "auto",
+    draft: Annotated[str | None, Opt("--draft")] = None,
+    speculative_method: Annotated[str | None, Opt("--speculative-method")] = None,
+    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
+    draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype")] = None,
+    tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp")] = 1,
+    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    gpu_memory_utilization: Annotated[float | None, Opt("--gpu-memory-utilization")] = None,
+    kv_cache_memory: Annotated[str | None, Opt("--kv-cache-memory")] = None,
+    vllm: Annotated[str | None, Opt("--vllm")] = None,
+    with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
+    plot: Annotated[Path | None, Opt("--plot", help="write a chart (out.png or out.svg)")] = None,
+    as_json: Annotated[bool, Opt("--json")] = False,
+) -> None:
+    """Largest fitting context and concurrency per GPU × KV dtype × max_model_len."""
+    from kvplan import report
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request
+    from kvplan.sweep import parse_lengths, run_sweep
+    from kvplan.units import parse_size_bytes
+
+    lengths = parse_lengths(max_model_len)
+    gpus = [g.strip() for g in gpu.split(",") if g.strip()]
+    dtypes = [d.strip() for d in kv_cache_dtype.split(",") if d.strip()]
+    if not gpus or not dtypes:
+        raise InputError("--gpu and --kv-cache-dtype need at least one value")
+    dep = Deployment(vllm_version=vllm, with_fix=with_fix, tensor_parallel_size=tensor_parallel_size,
+                     max_num_batched_tokens=max_num_batched_tokens,
+                     speculative_method=speculative_method,
+                     num_speculative_tokens=num_speculative_tokens,
+                     draft_kv_cache_dtype=draft_kv_cache_dtype)
+    base = Request(model=model, deployment=dep, draft=draft,
+                   gpu_memory_utilization=gpu_memory_utilization,
+                   kv_cache_memory_bytes=parse_size_bytes(kv_cache_memory) if kv_cache_memory else None)
+    result = run_sweep(base, gpus=gpus, kv_dtypes=dtypes, lengths=lengths)
+    if plot is not None:
+        if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError(f"--plot {plot}: use a .png, .svg or .pdf file name")
+        report.plot_sweep(result, str(plot))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        report.render_sweep(result, _console())
+    any_fit = any(r.largest_fitting_max_model_len for r in result.rows)
+    raise typer.Exit(EXIT_FITS if any_fit else EXIT_DOES_NOT_FIT)
+
+
+@app.command()
+@handles_errors
+def ci(
+    file: Annotated[Path, typer.Argument(help="deployments.toml (or .yaml) with [[deployment]]")],
+    vllm: Annotated[str | None, Opt("--vllm", help="override every entry's release")] = None,
+    as_json: Annotated[bool, Opt("--json")] = False,
+) -> None:
+    """Plan several named deployments; exit 1 if any does not fit, 2 if an entry is invalid."""
+    from kvplan import report
+    from kvplan.batch import run_batch
+
+    batch = run_batch(_read_deployments(file), vllm_version=vllm)
+    if as_json:
+        typer.echo(batch.model_dump_json(indent=2))
+    else:
+        report.render_batch(batch, _console())
+    if any(e.fits is None for e in batch.entries):
+        raise typer.Exit(EXIT_BAD_INPUT)
+    raise typer.Exit(EXIT_FITS if batch.all_fit else EXIT_DOES_NOT_FIT)
+
+
+def _read_deployments(path: Path) -> Any:
+    if not path.is_file():
+        raise InputError(f"deployments file {path} does not exist")
+    raw = path.read_bytes()
+    if len(raw) > 4 * 2**20:
+        raise InputError(f"deployments file {path} is over 4 MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml  # type: ignore[import-untyped]
+        except ImportError:
+            raise InputError("YAML deployment files need PyYAML",
+                             hint="pip install pyyaml, or write the file as TOML") from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path} is not valid TOML: {exc}") from None
+
+
 def _speculative_config(text: str | None) -> dict[str, Any]:
     import json
 

@@ -19,7 +19,7 @@ from kvplan.budget import (
     explicit_budget,
 )
 from kvplan.build import BuildResult, Deployment, build
-from kvplan.engine.planner import EngineResult, plan
+from kvplan.engine.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError
 from kvplan.model import ModelDescription
 from kvplan.plan import Plan, build_plan
@@ -152,6 +152,7 @@ class Evaluation:
     result: EngineResult
     built: BuildResult
     budget: KvBudget
+    planner_input: PlannerInput
 
 
 def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
@@ -211,7 +212,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size)
-    return Evaluation(plan=the_plan, result=result, built=built, budget=budget)
+    return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp)
 
 
 def _budget_label(b: KvBudget) -> str:

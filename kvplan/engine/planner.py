@@ -419,3 +419,46 @@ def _validate(inp: PlannerInput, profile: VllmProfile) -> None:
         raise InputError("one available-memory figure is needed per pipeline stage")
     if inp.num_gpu_blocks_override is not None and inp.num_gpu_blocks_override < 1:
         raise InputError("num_gpu_blocks_override must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class LengthPoint:
+    max_model_len: int
+    total_bytes_needed: int  # on the tightest worker
+    fits: bool
+    max_concurrency: float
+    kv_cache_size_tokens: int
+
+
+def plan_lengths(inp: PlannerInput, lengths: Sequence[int]) -> tuple[EngineResult, list[LengthPoint]]:
+    """`plan` at the largest length, then the same groups re-costed at each length.
+
+    vLLM forms the groups once from the specs; only the demand formulas depend on
+    max_model_len (as in `_estimate_max_model_len_from_groups`), so a sweep over lengths reuses
+    the grouping and pool stride and is as exact as planning each length alone.
+    """
+    top = max(lengths)
+    base = plan(replace_input(inp, max_model_len=top))
+    if base.grouping is None:
+        return base, []
+    groups = list(base.grouping.groups)
+    profile = base.profile
+    projected = [project_groups(groups, w) for w in inp.worker_specs]
+    pools = [pool_bytes_per_block(p, profile) for p in projected]
+    checks = list(base.effective_check_memory_bytes)
+    points = []
+    for length in sorted(set(lengths)):
+        s = _settings(inp, base.max_in_flight_tokens, length)
+        needed = [needed_bytes(p, s, pool) for p, pool in zip(projected, pools, strict=True)]
+        fits = all(n <= c for n, c in zip(needed, checks, strict=True))
+        per_req = sum((g.spec.first_spec if isinstance(g.spec, UniformTypeKVCacheSpecs)
+                       else g.spec).blocks_per_request(s) for g in projected[0])
+        conc = (base.num_blocks or 0) / per_req if per_req else 0.0
+        points.append(LengthPoint(length, max(needed), fits, conc, int(conc * length)))
+    return base, points
+
+
+def replace_input(inp: PlannerInput, **changes: Any) -> PlannerInput:
+    from dataclasses import replace
+
+    return replace(inp, **changes)

@@ -1,0 +1,134 @@
+"""`kvplan ci FILE`: several named deployments from a TOML (or YAML) file → plans + a summary."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from kvplan.build import Deployment
+from kvplan.deploy import Request, evaluate
+from kvplan.errors import InputError, KvplanError
+from kvplan.plan import Plan
+from kvplan.units import parse_size_bytes
+
+# deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
+REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
+                "kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib",
+                "data_parallel_size", "enforce_eager", "speculative_config", "serve", "name"}
+DEPLOYMENT_KEYS = {f.name for f in fields(Deployment)} - {
+    "sm", "gpu_name", "gpu_total_memory_bytes", "available_kv_bytes"}
+ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_parallel_size",
+           "pp": "pipeline_parallel_size", "dp": "data_parallel_size", "fix": "with_fix",
+           "dcp": "decode_context_parallel_size"}
+
+
+class BatchEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    fits: bool | None  # None: the entry itself is invalid
+    plan: Plan | None = None
+    error: str | None = None
+    hint: str | None = None
+
+
+class Batch(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = 1
+    entries: list[BatchEntry]
+
+    @property
+    def all_fit(self) -> bool:
+        return all(e.fits for e in self.entries)
+
+
+def _norm(key: str) -> str:
+    k = key.strip().replace("-", "_")
+    return ALIASES.get(k, k)
+
+
+def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str) -> Request:
+    """One `[[deployment]]` table (over `[defaults]`) → Request."""
+    merged = {_norm(k): v for k, v in defaults.items()}
+    merged.update({_norm(k): v for k, v in entry.items()})
+    unknown = sorted(set(merged) - REQUEST_KEYS - DEPLOYMENT_KEYS)
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {unknown}",
+                         hint="keys are vLLM flag names (max-model-len, kv-cache-dtype, ...)")
+    if "serve" in merged:
+        from kvplan.serve_line import parse_serve_command
+
+        cmd = parse_serve_command(str(merged.pop("serve")))
+        base = {"model": cmd.model, **{_norm(k): v for k, v in cmd.options.items()}}
+        base.update({k: v for k, v in merged.items()})
+        merged = base
+    if "model" not in merged:
+        raise InputError(f"{where}: no model", hint="add model = \"org/name\" (or serve = \"vllm serve ...\")")
+    spec_cfg = merged.pop("speculative_config", None) or {}
+    if isinstance(spec_cfg, str):
+        import json
+
+        try:
+            spec_cfg = json.loads(spec_cfg)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: speculative_config is not JSON ({exc.msg})") from None
+    dep_kw = {k: merged.pop(k) for k in list(merged) if k in DEPLOYMENT_KEYS}
+    if spec_cfg:
+        dep_kw.setdefault("speculative_method", spec_cfg.get("method"))
+        dep_kw.setdefault("num_speculative_tokens", int(spec_cfg.get("num_speculative_tokens") or 0))
+        if spec_cfg.get("kv_cache_dtype"):
+            dep_kw.setdefault("draft_kv_cache_dtype", spec_cfg["kv_cache_dtype"])
+        if spec_cfg.get("model"):
+            merged.setdefault("draft", spec_cfg["model"])
+    if isinstance(dep_kw.get("max_model_len"), str):
+        v = dep_kw["max_model_len"].strip().lower()
+        if v in ("auto", "-1"):
+            dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+        else:
+            dep_kw["max_model_len"] = int(v[:-1]) * 1024 if v.endswith("k") else int(v)
+    elif dep_kw.get("max_model_len") == -1:
+        dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+    try:
+        dep = Deployment(**dep_kw)
+    except TypeError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    kv_mem = merged.pop("kv_cache_memory", None) or merged.pop("kv_cache_memory_bytes", None)
+    gpu_mem = merged.pop("gpu_memory", None)
+    name = str(merged.pop("name", merged["model"]))
+    return Request(model=str(merged.pop("model")), deployment=dep, label=name,
+                   kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
+                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem is not None else None,
+                   **{k: v for k, v in merged.items() if k in REQUEST_KEYS})
+
+
+def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    if not isinstance(data, dict):
+        raise InputError("a deployments file must be a table with [[deployment]] entries")
+    defaults = data.get("defaults") or {}
+    entries = data.get("deployment") or data.get("deployments")
+    if not isinstance(entries, list) or not entries:
+        raise InputError("no [[deployment]] entries in the file",
+                         hint="see examples/deployments.toml")
+    out = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise InputError(f"deployment #{i + 1} must be a table")
+        out.append((str(e.get("name", f"#{i + 1}")), e, defaults))
+    return out
+
+
+def run_batch(data: Any, *, vllm_version: str | None = None) -> Batch:
+    entries = []
+    for name, entry, defaults in parse_deployments(data):
+        try:
+            req = request_from_entry(entry, defaults, f"deployment {name!r}")
+            if vllm_version:
+                req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
+            plan = evaluate(req).plan
+            entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan))
+        except KvplanError as exc:
+            entries.append(BatchEntry(name=name, fits=None, error=exc.message, hint=exc.hint))
+    return Batch(entries=entries)

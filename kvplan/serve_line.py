@@ -1,0 +1,1125 @@
+"""Parse a real `vllm serve MODEL [flags]` command line the way vLLM 0.34.0 does.
+
+Reproduces, offline and without importing vLLM:
+
+* shell splitting (`shlex`): `\\` continuations, quotes, comments, `VAR=value` prefixes, `export`
+  lines, `env`/`sudo`/`nohup`-style wrappers, pipes and redirections after the command;
+* the entry points `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (and the other
+  `-m` spellings), `python -m vllm.entrypoints.cli.main serve` and the `vllm/vllm-openai` image;
+* `FlexibleArgumentParser.parse_args` (vllm/utils/argparse_utils.py): `--model` moved to the
+  positional, `_` ≡ `-` in flag names, `-O3`, dotted JSON keys (`--speculative-config.method x`,
+  `key+` list appends), last value wins;
+* argparse itself: `--flag=value` / `--flag value`, unique-prefix abbreviations, short aliases
+  (`-tp`, `-pp`, `-dcp`, `-sc`, `-cc`, `-q` ...), `--no-X` and the `--enable-X`/`--disable-X`
+  pairs of `EnableDisableAction`, `nargs='+'` lists, values that look like options;
+* each flag's value type as `_compute_kwargs` (vllm/engine/arg_utils.py:323) derives it from the
+  config dataclass field: `int()`, `float()`, `human_readable_int` (`1k` = 1000, `1K` = 1024),
+  `human_readable_int_or_auto` for `--max-model-len`, JSON for config flags, choices.
+
+The flag table below was extracted from vllm 0.34.0's `EngineArgs.add_cli_args`
+(vllm/engine/arg_utils.py:966-2000), `AsyncEngineArgs.add_cli_args` (:3287) and
+`make_arg_parser` / `FrontendArgs` (vllm/entrypoints/common/cli_args.py:432).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from difflib import get_close_matches
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from kvplan.errors import InputError
+from kvplan.units import parse_size_bytes
+
+__all__ = ["ServeCommand", "parse_serve_command", "KV_RELEVANT", "known_flags", "closest_flag"]
+
+
+class ServeCommand(BaseModel):
+    """One parsed `vllm serve` invocation.
+
+    `options` holds only the flags that can change KV-cache sizing, keyed by vLLM's argparse
+    `dest` (e.g. `kv_cache_dtype`, `tensor_parallel_size`), typed as vLLM parses them; a flag that
+    is absent is absent (vLLM's default applies). `ignored` lists the other vLLM flags that were
+    given (`--port`, `--host` ...), `unknown` the flags vLLM 0.34.0 does not have (vLLM itself
+    would exit with "unrecognized arguments"), `notes` anything else worth telling the user.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    options: dict[str, Any]
+    env: dict[str, str]
+    ignored: list[str]
+    unknown: list[str]
+    notes: list[str] = []
+
+
+# Value kinds (suffix "?" = Optional field: "" or "None" parse to None, vLLM's `optional_type`):
+#   bool        BooleanOptionalAction → EnableDisableAction: --x, --no-x (and --enable-/--disable-)
+#   true        store_true
+#   int float   int() / float()
+#   hrint       human_readable_int; hrint_auto: human_readable_int_or_auto (-1 / "auto" → -1)
+#   str lower   str / s.lower().replace("-", "_")
+#   json        json.loads (any JSON value)
+#   dataclass   human-readable numbers expanded, then a JSON object (TypeAdapter(Config))
+#   dict_or_str `union_dict_and_str`: JSON object if it looks like one, else the string
+#   optstr      nargs="?" const=True (bool | str | None fields)
+#   list_str list_int   nargs="+"
+#   append      action="append"
+_FLAG_TABLE: tuple[tuple[str, str, tuple[Any, ...] | None], ...] = (
+    ('--runner', 'str', ('auto', 'draft', 'generate', 'pooling')),
+    ('--convert', 'str', ('auto', 'classify', 'embed', 'none')),
+    ('--tokenizer', 'str', None),
+    ('--tokenizer-mode', 'str', None),
+    ('--trust-remote-code', 'bool', None),
+    ('--dtype', 'str', ('auto', 'bfloat16', 'float', 'float16', 'float32', 'half')),
+    ('--seed', 'int', None),
+    ('--hf-config-path', 'str?', None),
+    ('--allowed-local-media-path', 'str', None),
+    ('--allowed-media-domains', 'list_str?', None),
+    ('--revision', 'str?', None),
+    ('--code-revision', 'str?', None),
+    ('--tokenizer-revision', 'str?', None),
+    ('--max-model-len', 'hrint_auto', None),
+    ('--quantization -q', 'str?', None),
+    ('--quantization-config', 'dataclass?', None),
+    ('--allow-deprecated-quantization', 'bool', None),
+    ('--enforce-eager', 'bool', None),
+    ('--enable-return-routed-experts', 'bool', None),
+    ('--return-sampling-mask', 'bool', None),
+    ('--max-logprobs', 'int', None),
+    ('--logprobs-mode', 'str', ('processed_logits', 'processed_logprobs', 'raw_logits', 'raw_logprobs')),
+    ('--use-fp64-gumbel', 'bool', None),
+    ('--enable-trace-replay', 'bool', None),
+    ('--disable-sliding-window', 'bool', None),
+    ('--disable-cascade-attn', 'bool', None),
+    ('--skip-tokenizer-init', 'bool', None),
+    ('--enable-prompt-embeds', 'bool', None),
+    ('--served-model-name', 'list_str?', None),
+    ('--config-format', 'str', None),
+    ('--hf-token', 'optstr', None),
+    ('--hf-overrides', 'dict_or_str', None),
+    ('--model-class-overrides', 'json', None),
+    ('--pooler-config', 'dataclass?', None),
+    ('--generation-config', 'str', None),
+    ('--override-generation-config', 'json', None),
+    ('--enable-sleep-mode', 'bool', None),
+    ('--sleep-mode-backend', 'str', None),
+    ('--sleep-mode-offload-cudagraph', 'bool', None),
+    ('--sleep-preserve-parameter-names', 'list_str', None),
+    ('--enable-cumem-allocator', 'bool', None),
+    ('--enable-nccl-comm-suspend', 'bool', None),
+    ('--checkpoint-prepare-on-startup', 'bool', None),
+    ('--model-impl', 'str', None),
+    ('--logits-processors', 'list_str?', None),
+    ('--io-processor-plugin', 'str?', None),
+    ('--renderer-num-workers', 'int', None),
+    ('--load-format', 'str', None),
+    ('--download-dir', 'str?', None),
+    ('--safetensors-load-strategy', 'str?', ('eager', 'lazy', 'prefetch', 'torchao')),
+    ('--safetensors-prefetch-num-threads', 'int', None),
+    ('--safetensors-prefetch-block-size', 'hrint', None),
+    ('--model-loader-extra-config', 'dataclass', None),
+    ('--ignore-patterns', 'list_str', None),
+    ('--use-tqdm-on-load', 'bool', None),
+    ('--pt-load-map-location', 'dict_or_str', None),
+    ('--shuffle-safetensors-files', 'bool', None),
+    ('--attention-backend', 'str?', None),
+    ('--mamba-backend', 'str', None),
+    ('--mamba-ssu-algorithm', 'str?', ('auto', 'horizontal', 'simple', 'vertical')),
+    ('--enable-mamba-cache-stochastic-rounding', 'bool', None),
+    ('--mamba-cache-philox-rounds', 'int', None),
+    ('--reasoning-parser', 'str', None),
+    ('--reasoning-parser-plugin', 'str', None),
+    ('--distributed-executor-backend', 'str?', None),
+    ('--pipeline-parallel-size -pp', 'int', None),
+    ('--master-addr', 'str', None),
+    ('--master-port', 'int', None),
+    ('--nnodes -n', 'int', None),
+    ('--node-rank -r', 'int', None),
+    ('--distributed-timeout-seconds', 'int?', None),
+    ('--cpu-distributed-timeout-seconds', 'int?', None),
+    ('--numa-bind', 'bool', None),
+    ('--numa-bind-nodes', 'list_int?', None),
+    ('--numa-bind-cpus', 'list_str?', None),
+    ('--device-ids', 'str', None),
+    ('--tensor-parallel-size -tp', 'int', None),
+    ('--decode-context-parallel-size -dcp', 'int', None),
+    ('--dcp-comm-backend', 'str?', ('a2a', 'ag_rs')),
+    ('--dcp-q-replicate', 'bool', None),
+    ('--dcp-kv-cache-interleave-size', 'int', None),
+    ('--cp-kv-cache-interleave-size', 'int', None),
+    ('--prefill-context-parallel-size -pcp', 'int', None),
+    ('--data-parallel-size -dp', 'int', None),
+    ('--data-parallel-rank -dpn', 'int', None),
+    ('--data-parallel-start-rank -dpr', 'int', None),
+    ('--data-parallel-size-local -dpl', 'int', None),
+    ('--data-parallel-address -dpa', 'str', None),
+    ('--data-parallel-rpc-port -dpp', 'int', None),
+    ('--data-parallel-backend -dpb', 'str', None),
+    ('--data-parallel-hybrid-lb -dph', 'bool', None),
+    ('--data-parallel-external-lb -dpe', 'bool', None),
+    ('--data-parallel-multi-port-external-lb -dpm', 'true', None),
+    ('--enable-hc-sp', 'bool', None),
+    ('--enable-expert-parallel -ep', 'bool', None),
+    ('--enable-batch-sharded-sampling', 'bool', None),
+    ('--enable-ep-weight-filter', 'bool', None),
+    ('--all2all-backend', 'str', (
+        'allgather_reducescatter', 'deepep_high_throughput', 'deepep_low_latency', 'deepep_v2',
+        'flashinfer_all2allv', 'flashinfer_nvlink_one_sided', 'flashinfer_nvlink_two_sided', 'moonep', 'mori',
+        'mori_high_throughput', 'mori_low_latency', 'naive', 'nixl_ep', 'passthrough', 'pplx',
+    )),
+    ('--enable-dbo', 'bool', None),
+    ('--enable-shm-tensor-arena', 'bool', None),
+    ('--ubatch-size', 'int', None),
+    ('--enable-elastic-ep', 'bool', None),
+    ('--elastic-ep-max-dp-size', 'int', None),
+    ('--dbo-decode-token-threshold', 'int', None),
+    ('--dp-sync-interval', 'int', None),
+    ('--dbo-prefill-token-threshold', 'int', None),
+    ('--disable-nccl-for-dp-synchronization', 'bool', None),
+    ('--enable-eplb', 'bool', None),
+    ('--eplb-config', 'dataclass', None),
+    ('--expert-placement-strategy', 'str', ('linear', 'round_robin')),
+    ('--max-parallel-loading-workers', 'int?', None),
+    ('--ray-workers-use-nsight', 'bool', None),
+    ('--disable-custom-all-reduce', 'bool', None),
+    ('--worker-cls', 'str', None),
+    ('--worker-extension-cls', 'str', None),
+    ('--enable-fault-tolerance', 'bool', None),
+    ('--fault-tolerance-config', 'dataclass', None),
+    ('--block-size', 'int', None),
+    ('--gpu-memory-utilization --device-memory-utilization', 'float?', None),
+    ('--kv-cache-memory-bytes', 'hrint?', None),
+    ('--enable-extensible-kv-cache', 'bool', None),
+    ('--kv-cache-dtype', 'str', None),
+    ('--num-gpu-blocks-override', 'int?', None),
+    ('--enable-prefix-caching', 'bool', None),
+    ('--prefix-caching-hash-algo', 'str', ('sha256', 'sha256_cbor', 'xxhash', 'xxhash_cbor')),
+    ('--prefix-cache-retention-interval', 'int?', None),
+    ('--kv-cache-dtype-skip-layers', 'list_str', None),
+    ('--kv-sharing-fast-prefill', 'bool', None),
+    ('--swa-bounded-replay', 'bool', None),
+    ('--mamba-cache-dtype', 'str', ('auto', 'bfloat16', 'float16', 'float32')),
+    ('--mamba-ssm-cache-dtype', 'str', ('auto', 'bfloat16', 'float16', 'float32')),
+    ('--mamba-block-size', 'int?', None),
+    ('--prefix-match-unit', 'int?', None),
+    ('--mamba-cache-mode', 'str', ('align', 'none')),
+    ('--enable-mamba-shared-prefix-checkpoint', 'bool', None),
+    ('--replayssm-buffer-len', 'int', None),
+    ('--use-replayssm', 'bool', None),
+    ('--kv-offloading-size', 'float?', None),
+    ('--kv-offloading-backend', 'str', ('lmcache', 'native')),
+    ('--offload-backend', 'str', ('auto', 'prefetch', 'uva')),
+    ('--cpu-offload-gb', 'float', None),
+    ('--cpu-offload-params', 'list_str', None),
+    ('--offload-group-size', 'int', None),
+    ('--offload-num-in-group', 'int', None),
+    ('--offload-prefetch-step', 'int', None),
+    ('--offload-params', 'list_str', None),
+    ('--language-model-only', 'bool', None),
+    ('--limit-mm-per-prompt', 'json', None),
+    ('--enable-mm-embeds', 'bool', None),
+    ('--media-io-kwargs', 'json', None),
+    ('--mm-processor-kwargs', 'json?', None),
+    ('--mm-processor-cache-gb', 'float', None),
+    ('--mm-processor-cache-type', 'str', ('lru', 'shm')),
+    ('--mm-hasher-algorithm', 'str', ('blake3', 'sha256', 'sha512')),
+    ('--mm-shm-cache-max-object-size-mb', 'int', None),
+    ('--mm-encoder-only', 'bool', None),
+    ('--mm-encoder-tp-mode', 'str', ('data', 'weights')),
+    ('--mm-encoder-attn-backend', 'str?', None),
+    ('--mm-encoder-attn-dtype', 'str?', ('fp8',)),
+    ('--mm-encoder-fp8-scale-path', 'str?', None),
+    ('--mm-encoder-fp8-scale-save-path', 'str?', None),
+    ('--mm-encoder-fp8-scale-save-margin', 'float', None),
+    ('--interleave-mm-strings', 'bool', None),
+    ('--skip-mm-profiling', 'bool', None),
+    ('--video-pruning-rate', 'float?', None),
+    ('--video-pruning-method', 'str', ('evs', 'vidcom2')),
+    ('--mm-tensor-ipc', 'str', ('direct_rpc', 'torch_shm')),
+    ('--mm-processor-device', 'str', ('auto', 'cpu', 'cuda')),
+    ('--mm-ipc-gpu-memory-gb', 'float', None),
+    ('--mm-device-do-normalize', 'bool', None),
+    ('--enable-lora', 'bool', None),
+    ('--max-loras', 'int', None),
+    ('--max-lora-rank', 'int', (1, 8, 16, 32, 64, 128, 256, 320, 512)),
+    ('--lora-dtype', 'str', ('auto', 'bfloat16', 'float16')),
+    ('--enable-tower-connector-lora', 'bool', None),
+    ('--max-cpu-loras', 'int?', None),
+    ('--fully-sharded-loras', 'bool', None),
+    ('--lora-target-modules', 'list_str?', None),
+    ('--default-mm-loras', 'json?', None),
+    ('--specialize-active-lora', 'bool', None),
+    ('--enable-mixed-moe-lora-format', 'bool', None),
+    ('--enable-moe-shared-loras', 'bool', None),
+    ('--max-lora-cls-labels', 'int?', None),
+    ('--logging-config', 'dataclass', None),
+    ('--log-level', 'str', None),
+    ('--log-config-file', 'str', None),
+    ('--show-hidden-metrics-for-version', 'str?', None),
+    ('--otlp-traces-endpoint', 'str?', None),
+    ('--collect-detailed-traces', 'list_str?', None),
+    ('--per-request-spec-decode-metrics', 'str', ('detailed', 'none', 'summary')),
+    ('--kv-cache-metrics', 'bool', None),
+    ('--kv-cache-metrics-sample', 'float', None),
+    ('--custom-histogram-buckets', 'json?', None),
+    ('--cudagraph-metrics', 'bool', None),
+    ('--enable-layerwise-nvtx-tracing', 'bool', None),
+    ('--enable-mfu-metrics', 'bool', None),
+    ('--enable-logging-iteration-details', 'bool', None),
+    ('--jit-monitor-mode', 'str', ('error', 'warn')),
+    ('--jit-monitor-verbose', 'bool', None),
+    ('--max-num-batched-tokens', 'hrint', None),
+    ('--max-num-scheduled-tokens', 'hrint?', None),
+    ('--max-num-seqs', 'int', None),
+    ('--max-num-active-seqs', 'int?', None),
+    ('--max-num-inflight-kv-loads', 'int?', None),
+    ('--max-num-queued-reqs', 'int?', None),
+    ('--max-num-queued-tokens', 'hrint?', None),
+    ('--long-prefill-token-threshold', 'int', None),
+    ('--long-prefill-token-threshold-adaptive', 'bool', None),
+    ('--scheduling-policy', 'str', ('fcfs', 'priority')),
+    ('--enable-chunked-prefill', 'bool', None),
+    ('--disable-chunked-mm-input', 'bool', None),
+    ('--scheduler-cls', 'str?', None),
+    ('--scheduler-reserve-full-isl', 'bool', None),
+    ('--watermark', 'float', None),
+    ('--prefill-schedule-interval', 'int', None),
+    ('--cache-aware-admission-window', 'int', None),
+    ('--cache-aware-admission-threshold', 'float', None),
+    ('--disable-hybrid-kv-cache-manager', 'bool', None),
+    ('--async-scheduling', 'bool', None),
+    ('--stream-interval', 'int', None),
+    ('--cudagraph-capture-sizes', 'list_int', None),
+    ('--max-cudagraph-capture-size', 'int', None),
+    ('--ir-op-priority', 'dataclass', None),
+    ('--enable-flashinfer-autotune', 'bool', None),
+    ('--monokernel', 'bool', None),
+    ('--moe-backend', 'lower', (
+        'aiter', 'aiter_mega_moe', 'aiter_triton_mxfp4_bf16', 'aiter_triton_mxfp4_mxfp4', 'auto', 'b12x',
+        'batched_triton', 'cutlass', 'deep_gemm', 'deep_gemm_mega_moe', 'emulation', 'flashinfer_b12x',
+        'flashinfer_cutedsl', 'flashinfer_cutlass', 'flashinfer_moe_ep_cutedsl', 'flashinfer_moe_ep_mega_deep_gemm',
+        'flashinfer_trtllm', 'flydsl', 'hpc', 'humming', 'marlin', 'rdna3', 'triton', 'triton_unfused',
+    )),
+    ('--linear-backend', 'lower', (
+        'aiter', 'auto', 'b12x', 'conch', 'cutlass', 'deep_gemm', 'emulation', 'exllama', 'fbgemm',
+        'flashinfer_b12x', 'flashinfer_cudnn', 'flashinfer_cutedsl', 'flashinfer_cutlass', 'flashinfer_trtllm',
+        'humming', 'machete', 'marlin', 'torch', 'triton', 'xpu', 'xpu_woq',
+    )),
+    ('--sparse-indexer-topk-backend', 'lower', (
+        'aiter', 'auto', 'cooperative', 'deep_select', 'flashinfer', 'per_row', 'persistent', 'torch',
+    )),
+    ('--speculative-config -sc', 'json?', None),
+    ('--spec-method', 'str?', None),
+    ('--spec-model', 'str?', None),
+    ('--spec-tokens', 'int', None),
+    ('--watermark-config', 'json?', None),
+    ('--diffusion-config -dc', 'json?', None),
+    ('--kv-transfer-config', 'dataclass?', None),
+    ('--kv-events-config', 'dataclass?', None),
+    ('--ec-transfer-config', 'dataclass?', None),
+    ('--ec-manager-config', 'dataclass', None),
+    ('--compilation-config -cc', 'dataclass', None),
+    ('--attention-config -ac', 'dataclass', None),
+    ('--engram-config', 'dataclass?', None),
+    ('--reasoning-config', 'dataclass?', None),
+    ('--kernel-config', 'dataclass', None),
+    ('--additional-config', 'dict_or_str', None),
+    ('--structured-outputs-config', 'dataclass', None),
+    ('--aux-output-config', 'dataclass', None),
+    ('--profiler-config', 'dataclass', None),
+    ('--watchdog-config', 'dataclass', None),
+    ('--optimization-level', 'str', None),
+    ('--performance-mode', 'str', ('balanced', 'interactivity', 'throughput')),
+    ('--weight-transfer-config', 'dataclass?', None),
+    ('--disable-log-stats', 'true', None),
+    ('--aggregate-engine-logging', 'true', None),
+    ('--fail-on-environ-validation', 'bool', None),
+    ('--shutdown-timeout', 'int', None),
+    ('--gdn-prefill-backend', 'str', ('flashinfer', 'triton', 'cutedsl', 'aiter_flydsl', 'sycl', 'hip')),
+    ('--kda-prefill-backend', 'str', ('auto', 'triton', 'flashkda', 'flashinfer', 'fused')),
+    ('--kda-decode-backend', 'str', ('auto', 'native', 'flashinfer', 'triton')),
+    ('--model', 'str', None),
+    ('--enable-log-requests', 'bool', None),
+    ('--headless', 'true', None),
+    ('--headless-client-handshake-address', 'str', None),
+    ('--api-server-count -asc', 'int', None),
+    ('--config', 'str', None),
+    ('--grpc', 'true', None),
+    ('--lora-modules', 'list_str', None),
+    ('--chat-template', 'str?', None),
+    ('--chat-template-content-format', 'str', None),
+    ('--trust-request-chat-template', 'bool', None),
+    ('--trust-request-mm-kwargs', 'bool', None),
+    ('--default-chat-template-kwargs', 'json', None),
+    ('--reasoning-effort-map', 'json', None),
+    ('--response-role', 'str', None),
+    ('--return-tokens-as-token-ids', 'bool', None),
+    ('--enable-auto-tool-choice', 'bool', None),
+    ('--exclude-tools-when-tool-choice-none', 'bool', None),
+    ('--tool-call-parser', 'str?', None),
+    ('--tool-parser-plugin', 'str', None),
+    ('--tool-strict-level', 'str?', ('auto', 'function', 'parameter')),
+    ('--tool-server', 'str?', None),
+    ('--max-log-len', 'int?', None),
+    ('--enable-prompt-tokens-details', 'bool', None),
+    ('--enable-per-request-metrics', 'bool', None),
+    ('--enable-server-load-tracking', 'bool', None),
+    ('--enable-force-include-usage', 'bool', None),
+    ('--sse-keep-alive-interval', 'int', None),
+    ('--enable-tokenizer-info-endpoint', 'bool', None),
+    ('--enable-log-outputs', 'bool', None),
+    ('--enable-log-deltas', 'bool', None),
+    ('--cohere-is-reasoning-model', 'bool', None),
+    ('--cohere-format', 'str', None),
+    ('--anthropic-disabled-thinking-effort', 'str', ('auto', 'high', 'low', 'max', 'medium', 'none', 'xhigh')),
+    ('--log-error-stack', 'bool', None),
+    ('--tokens-only', 'bool', None),
+    ('--enable-scale-out', 'bool', None),
+    ('--fingerprint-mode', 'str', ('custom', 'full', 'hash', 'none')),
+    ('--fingerprint-value', 'str?', None),
+    ('--host', 'str?', None),
+    ('--port', 'int', None),
+    ('--grpc-port', 'int?', None),
+    ('--data-parallel-supervisor-port', 'int', None),
+    ('--dp-supervisor-probe-interval-s', 'float', None),
+    ('--dp-supervisor-probe-timeout-s', 'float', None),
+    ('--dp-supervisor-probe-failure-threshold', 'int', None),
+    ('--uds', 'str?', None),
+    ('--uvicorn-log-level', 'str', ('critical', 'debug', 'error', 'info', 'trace', 'warning')),
+    ('--disable-uvicorn-access-log', 'bool', None),
+    ('--disable-access-log-for-endpoints', 'str?', None),
+    ('--allow-credentials', 'bool', None),
+    ('--allowed-origins', 'json', None),
+    ('--allowed-methods', 'json', None),
+    ('--allowed-headers', 'json', None),
+    ('--api-key', 'list_str?', None),
+    ('--ssl-keyfile', 'str?', None),
+    ('--ssl-certfile', 'str?', None),
+    ('--ssl-ca-certs', 'str?', None),
+    ('--enable-ssl-refresh', 'bool', None),
+    ('--ssl-cert-reqs', 'int', None),
+    ('--ssl-ciphers', 'str?', None),
+    ('--root-path', 'str?', None),
+    ('--middleware', 'append', None),
+    ('--enable-request-id-headers', 'bool', None),
+    ('--disable-fastapi-docs', 'bool', None),
+    ('--h11-max-incomplete-event-size', 'int', None),
+    ('--h11-max-header-count', 'int', None),
+    ('--enable-offline-docs', 'bool', None),
+    ('--enable-flash-late-interaction', 'bool', None),
+)
+
+# Flags that can change what vLLM's KV-cache planner sees (memory budget, specs, grouping, block
+# sizes, batch shape, parallelism, draft model, weights on the GPU). Everything else → `ignored`.
+KV_RELEVANT: frozenset[str] = frozenset("""
+    model dtype revision hf_config_path hf_overrides config_format max_model_len quantization
+    quantization_config runner convert model_impl enforce_eager disable_sliding_window
+    enable_sleep_mode load_format
+    block_size gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype num_gpu_blocks_override
+    enable_prefix_caching kv_cache_dtype_skip_layers kv_sharing_fast_prefill swa_bounded_replay
+    mamba_cache_dtype mamba_ssm_cache_dtype mamba_block_size prefix_match_unit mamba_cache_mode
+    enable_mamba_shared_prefix_checkpoint replayssm_buffer_len use_replayssm kv_offloading_size
+    kv_offloading_backend enable_extensible_kv_cache
+    cpu_offload_gb cpu_offload_params offload_backend offload_group_size offload_num_in_group
+    offload_prefetch_step offload_params
+    attention_backend attention_config mamba_backend enable_mamba_cache_stochastic_rounding
+    tensor_parallel_size pipeline_parallel_size decode_context_parallel_size
+    dcp_kv_cache_interleave_size cp_kv_cache_interleave_size prefill_context_parallel_size
+    data_parallel_size data_parallel_size_local enable_expert_parallel enable_eplb eplb_config
+    nnodes enable_dbo ubatch_size
+    max_num_batched_tokens max_num_scheduled_tokens max_num_seqs max_num_active_seqs
+    enable_chunked_prefill async_scheduling disable_hybrid_kv_cache_manager
+    compilation_config cudagraph_capture_sizes max_cudagraph_capture_size optimization_level
+    performance_mode
+    speculative_config
+    enable_lora max_loras max_lora_rank lora_dtype max_cpu_loras fully_sharded_loras
+    language_model_only limit_mm_per_prompt skip_mm_profiling mm_encoder_only mm_processor_kwargs
+    kv_transfer_config config
+""".split())
+
+# Pydantic bounds vLLM enforces at startup (config field `Field(ge=/gt=/le=)`), for the KV flags.
+_BOUNDS: dict[str, tuple[float | None, bool, float | None]] = {  # dest: (low, low_inclusive, high)
+    "gpu_memory_utilization": (0, False, 1),  # cache.py:216  gt=0, le=1
+    "block_size": (0, False, None),  # cache.py:188  gt=0
+    "max_model_len": (-1, True, None),  # model.py:263  ge=-1
+    "tensor_parallel_size": (1, True, None),  # parallel.py:150
+    "pipeline_parallel_size": (1, True, None),  # parallel.py:148
+    "data_parallel_size": (1, True, None),  # parallel.py:155
+    "decode_context_parallel_size": (1, True, None),  # parallel.py:427
+    "max_num_batched_tokens": (1, True, None),  # scheduler.py:47
+    "max_num_seqs": (1, True, None),  # scheduler.py:61
+    "mamba_block_size": (0, False, None),
+    "prefix_match_unit": (0, False, None),
+}
+
+
+class _Flag:
+    __slots__ = ("dest", "kind", "optional", "choices", "value", "canonical")
+
+    def __init__(self, dest: str, kind: str, choices: tuple[Any, ...] | None, canonical: str,
+                 value: bool | None = None) -> None:
+        self.dest = dest
+        self.optional = kind.endswith("?")
+        self.kind = kind.rstrip("?")
+        self.choices = choices
+        self.canonical = canonical
+        self.value = value  # for bool flags: what this spelling sets
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind not in ("bool", "true", "optstr")
+
+
+def _build_flags() -> dict[str, _Flag]:
+    out: dict[str, _Flag] = {}
+    for names, kind, choices in _FLAG_TABLE:
+        opts = names.split()
+        longs = [o for o in opts if o.startswith("--")]
+        dest = longs[0][2:].replace("-", "_")
+        canonical = longs[0]
+        for o in opts:
+            out[o] = _Flag(dest, kind, choices, canonical, True if kind == "bool" else None)
+        if kind == "bool":
+            # argparse.BooleanOptionalAction adds --no-X for every --X; vLLM registers
+            # EnableDisableAction in its place, which also pairs --enable-X with --disable-X.
+            for o in longs:
+                out["--no-" + o[2:]] = _Flag(dest, kind, choices, canonical, False)
+                for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+                    if o.startswith(prefix):
+                        out[inverse + o[len(prefix):]] = _Flag(dest, kind, choices, canonical, False)
+    return out
+
+
+_FLAGS = _build_flags()
+_LONG_FLAGS = sorted(o for o in _FLAGS if o.startswith("--"))
+# Single-character short options whose value may be glued on (argparse: `-qfp8`).
+_GLUED_SHORT = {o for o, f in _FLAGS.items() if len(o) == 2 and f.takes_value}
+
+
+def known_flags() -> list[str]:
+    """Every option string vLLM 0.34.0's `vllm serve` accepts (incl. --no-/--disable- forms)."""
+    return sorted(_FLAGS)
+
+
+def closest_flag(flag: str) -> str | None:
+    """The known flag nearest to a misspelt one (for hints), or None."""
+    key = flag.split("=", 1)[0]
+    key = "--" + key.lstrip("-").replace("_", "-") if key.startswith("-") else key
+    match = get_close_matches(key, _LONG_FLAGS, n=1, cutoff=0.75)
+    return match[0] if match else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Shell layer: text → commands (lists of words)
+
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_REDIRECT = re.compile(r"\d*(?:>>|>&|>\||<<<|<<|<&|<>|>|<)|&>>|&>")
+_OP_BREAK = set(" \t\n;|&<>")
+
+
+def _skip_word(text: str, i: int) -> int:
+    """Index after one shell word starting at i (quotes respected, used for redirect targets)."""
+    n = len(text)
+    while i < n and text[i] in " \t":
+        i += 1
+    quote = None
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+            i += 1
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+        elif c in _OP_BREAK:
+            break
+        i += 1
+    return i
+
+
+def _shell_segments(text: str) -> list[str]:
+    """Split shell text into simple commands at unquoted newlines, `;`, `|`, `&&`, `||`, `&`;
+    drop `\\`-newline continuations, `#` comments and redirections (`> log 2>&1`)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    segments: list[str] = []
+    cur: list[str] = []
+    quote: str | None = None
+    i, n = 0, len(text)
+
+    def at_word_start() -> bool:
+        return not cur or cur[-1] in " \t"
+
+    def flush() -> None:
+        seg = "".join(cur).strip()
+        if seg:
+            segments.append(seg)
+        cur.clear()
+
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            cur.append(c)
+            if c == "'":
+                quote = None
+            i += 1
+            continue
+        if quote == '"':
+            if c == "\\" and i + 1 < n:
+                if text[i + 1] == "\n":  # continuation inside double quotes
+                    i += 2
+                    continue
+                cur.append(text[i:i + 2])
+                i += 2
+                continue
+            cur.append(c)
+            if c == '"':
+                quote = None
+            i += 1
+            continue
+        if c == "\\":
+            if i + 1 < n and text[i + 1] == "\n":
+                i += 2
+                continue
+            cur.append(text[i:i + 2])
+            i += 2
+            continue
+        if c in "'\"":
+            quote = c
+            cur.append(c)
+            i += 1
+            continue
+        if c == "#" and at_word_start():
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if c in "\n;":
+            flush()
+            i += 1
+            continue
+        if c == "|":
+            flush()
+            i += 2 if text[i + 1:i + 2] in ("|", "&") else 1
+            continue
+        if c == "&" and text[i + 1:i + 2] == "&":
+            flush()
+            i += 2
+            continue
+        if c in "<>&" or (c.isdigit() and at_word_start()):
+            m = _REDIRECT.match(text, i)
+            if m and (c != "&" or m.group().startswith("&>")):
+                j = m.end()
+                if m.group().endswith("&"):
+                    while j < n and (text[j].isdigit() or text[j] == "-"):
+                        j += 1
+                else:
+                    j = _skip_word(text, j)
+                i = j
+                cur.append(" ")
+                continue
+            if c == "&":  # background
+                flush()
+                i += 1
+                continue
+        cur.append(c)
+        i += 1
+    if quote:
+        raise InputError(f"unbalanced {quote} quote in the command line",
+                         hint="close every quote; JSON values go in single quotes: --speculative-config '{...}'")
+    flush()
+    return segments
+
+
+def _split_words(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, comments=False, posix=True)
+    except ValueError as e:  # "No closing quotation", "No escaped character"
+        raise InputError(f"cannot split the command line: {e}",
+                         hint="check the quotes and the trailing backslashes") from None
+
+
+_PY = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)*)?(?:\.exe)?$")
+_VLLM_BIN = re.compile(r"^(?:.*/)?vllm(?:\.exe)?$")
+_IMAGE = re.compile(r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$")
+_API_MODULES = {
+    "vllm.entrypoints.openai.api_server": "api_server",
+    "vllm.entrypoints.launchers.api_server.entry": "api_server",
+    "vllm.entrypoints.api_server": "api_server",
+}
+_VLLM_SUBCOMMANDS = {"chat", "complete", "bench", "collect-env", "run-batch", "launch", "download-kernels",
+                     "preload", "snapshot", "--version", "-v", "--help", "-h"}
+
+
+def _find_entry(words: list[str]) -> tuple[int, str] | None:
+    """(index of the first vLLM argument, entry kind) if `words` runs the vLLM server."""
+    for i, w in enumerate(words):
+        if _VLLM_BIN.match(w) and not w.startswith("-"):
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if nxt == "serve":
+                return i + 2, "serve"
+            if nxt in _VLLM_SUBCOMMANDS:
+                raise InputError(f"`vllm {nxt}` is not `vllm serve`",
+                                 hint="pass the command that starts the server: vllm serve MODEL [flags]")
+            if nxt is None:
+                raise InputError("`vllm` without a subcommand is not `vllm serve`",
+                                 hint="pass the command that starts the server: vllm serve MODEL [flags]")
+        if _PY.match(w):
+            j = i + 1
+            while j < len(words) and words[j].startswith("-") and words[j] != "-m":
+                j += 2 if words[j] in ("-X", "-W") else 1
+            if j + 1 < len(words) and words[j] == "-m":
+                mod = words[j + 1]
+                if mod in _API_MODULES:
+                    return j + 2, "api_server"
+                if mod in ("vllm.entrypoints.cli.main", "vllm"):
+                    if j + 2 < len(words) and words[j + 2] == "serve":
+                        return j + 3, "serve"
+                    raise InputError(f"`python -m {mod}` without `serve` is not a server command",
+                                     hint="pass: vllm serve MODEL [flags]")
+        if _IMAGE.match(w):
+            rest = words[i + 1:]
+            if rest[:2] == ["vllm", "serve"]:
+                return i + 3, "serve"
+            return i + 1, "image"
+    return None
+
+
+def _collect_env(words: list[str], env: dict[str, str]) -> None:
+    prev = ""
+    for w in words:
+        if _ASSIGN.match(w) and (prev in ("", "env", "export", "-e", "--env", "sudo", "-E") or _ASSIGN.match(prev)
+                                 or not prev.startswith("-")):
+            k, v = w.split("=", 1)
+            env[k] = v
+        prev = w
+
+
+# ---------------------------------------------------------------------------------------------
+# argparse layer
+
+
+def _human_readable_int(value: str) -> int:
+    """vllm/utils/argparse_utils.py:30 human_readable_int (k/m/g/t decimal, K/M/G/T binary)."""
+    value = value.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
+    if m:
+        number, suffix = m.groups()
+        if suffix in "kmgt":
+            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
+        if "." in number:
+            raise ValueError(f"Decimals are not allowed with binary suffixes like {suffix}. "
+                             f"Did you mean to use {number}{suffix.lower()} instead?")
+        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
+    return int(value)
+
+
+def _expand_json_numbers(val: str) -> str:
+    """arg_utils.py:300 _expand_json_human_readable_numbers: bare 80m / 1K outside JSON strings."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', val)
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(_human_readable_int(m.group())), parts[i])
+    return "".join(parts)
+
+
+def _json_error(flag: str, raw: str, e: json.JSONDecodeError) -> InputError:
+    lo, hi = max(0, e.pos - 24), min(len(raw), e.pos + 24)
+    near = ("…" if lo else "") + raw[lo:e.pos] + " <HERE> " + raw[e.pos:hi] + ("…" if hi < len(raw) else "")
+    near = " ".join(near.split())
+    hint = "JSON wants double-quoted keys and strings and true/false/null; wrap the whole value in single quotes"
+    if "'" in raw and '"' not in raw:
+        hint = 'that is a Python dict, not JSON: use double quotes inside, e.g. \'{"method": "eagle3"}\''
+    return InputError(f"{flag}: invalid JSON at line {e.lineno} column {e.colno} (char {e.pos}): {e.msg}, "
+                      f"near: {near}", hint=hint)
+
+
+def _convert(flag: str, spec: _Flag, raw: str) -> Any:
+    """Apply the argparse `type=` vLLM uses for this flag; InputError on failure."""
+    if spec.optional and raw in ("", "None"):
+        return None
+    kind = spec.kind
+    try:
+        if kind == "int" or kind == "list_int":
+            value: Any = int(raw)
+        elif kind == "float":
+            value = float(raw)
+        elif kind == "hrint":
+            value = _human_readable_int(raw)
+        elif kind == "hrint_auto":
+            s = raw.strip()
+            value = -1 if s == "-1" or s.lower() == "auto" else _human_readable_int(s)
+        elif kind == "lower":
+            value = raw.lower().replace("-", "_")
+        elif kind in ("json", "dataclass", "dict_or_str"):
+            if kind == "dict_or_str" and not re.match(r"(?s)^\s*{.*}\s*$", raw):
+                return raw
+            text = _expand_json_numbers(raw) if kind == "dataclass" else raw
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise _json_error(flag, text, e) from None
+            except RecursionError:
+                raise InputError(f"{flag}: JSON value nested too deeply") from None
+            if kind == "dataclass" and not isinstance(value, dict):
+                raise InputError(f"{flag} wants a JSON object, got {raw!r}",
+                                 hint=f"write it as {flag} '{{\"key\": value}}' or {flag}.key value")
+        else:
+            value = raw
+    except ValueError as e:
+        raise _type_error(flag, spec, raw, e) from None
+    if spec.choices is not None and value not in spec.choices:
+        shown = ", ".join(str(c) for c in spec.choices if c is not None)
+        raise InputError(f"{flag}: invalid choice {raw!r}", hint=f"vLLM 0.34.0 accepts: {shown}")
+    return value
+
+
+def _type_error(flag: str, spec: _Flag, raw: str, e: ValueError) -> InputError:
+    kind = spec.kind
+    if kind in ("int", "list_int"):
+        return InputError(f"{flag} expects an integer, got {raw!r}",
+                          hint=f"vLLM parses {flag} with int(); write e.g. {flag} 4")
+    if kind == "float":
+        return InputError(f"{flag} expects a number, got {raw!r}",
+                          hint=f"vLLM parses {flag} with float(); write e.g. {flag} 0.9")
+    detail = str(e) if "Decimals are not allowed" in str(e) else ""
+    hint = detail or "vLLM reads it with human_readable_int: 1000, 32k (= 32,000), 32K (= 32,768), 40G (= 40 GiB)"
+    if spec.dest == "kv_cache_memory_bytes" and not detail:
+        try:
+            meant = parse_size_bytes(raw)
+        except InputError:
+            pass
+        else:
+            hint = (f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {flag} {meant}, or G/M/K "
+                    f"(binary) / g/m/k (decimal) suffixes: 40G = 40 GiB")
+    if kind == "hrint_auto":
+        hint += "; or -1 / auto to fit the KV cache"
+    return InputError(f"{flag} expects an integer (human-readable like 32k allowed), got {raw!r}", hint=hint)
+
+
+_NEG_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _looks_like_option(tok: str) -> bool:
+    """argparse `_parse_optional`: does this token start a new option (so it cannot be a value)?"""
+    if not tok or tok[0] != "-" or tok == "-":
+        return False
+    if tok in _FLAGS or tok == "--":
+        return True
+    if _NEG_NUMBER.match(tok):
+        return False
+    if "=" in tok and tok.split("=", 1)[0] in _FLAGS:
+        return True
+    return " " not in tok
+
+
+def _resolve(name: str) -> tuple[str, _Flag] | None:
+    """Exact, then argparse's unique-prefix abbreviation (allow_abbrev) for `--` options."""
+    spec = _FLAGS.get(name)
+    if spec is not None:
+        return name, spec
+    if name.startswith("--") and len(name) > 2:
+        hits = [o for o in _LONG_FLAGS if o.startswith(name)]
+        dests = {(_FLAGS[o].dest, _FLAGS[o].value) for o in hits}
+        if len(dests) == 1:
+            return hits[0], _FLAGS[hits[0]]
+        if len(hits) > 1:
+            shown = ", ".join(hits[:6]) + (" ..." if len(hits) > 6 else "")
+            raise InputError(f"ambiguous option {name}: could match {shown}",
+                             hint="spell the flag out in full")
+    return None
+
+
+def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
+    """FlexibleArgumentParser.parse_args before argparse (argparse_utils.py:376-520)."""
+    notes: list[str] = []
+    # -- `--model X` → positional (serve only; api_server keeps --model as a flag: same effect here)
+    processed: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            processed.extend(args[i:])
+            break
+        if arg.startswith("--"):
+            if "=" in arg:
+                key, value = arg.split("=", 1)
+                head, dot, tail = key[2:].partition(".")
+                processed.append("--" + head.replace("_", "-") + dot + tail + "=" + value)
+            else:
+                head, dot, tail = arg[2:].partition(".")
+                processed.append("--" + head.replace("_", "-") + dot + tail)
+        elif arg.startswith("-O") and arg != "-O":
+            level = arg[3:] if arg[2:3] == "=" else arg[2:]
+            processed += ["--optimization-level", level]
+        elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
+            processed.append("--optimization-level")
+        else:
+            processed.append(arg)
+        i += 1
+
+    # -- dotted JSON keys: --speculative-config.method x, -sc.num_speculative_tokens=7, --cc.sizes+ 1,2
+    dict_args: dict[str, dict[str, Any]] = {}
+    out: list[str] = []
+    i = 0
+    while i < len(processed):
+        arg = processed[i]
+        if arg == "--":
+            out.extend(processed[i:])
+            break
+        if arg.startswith("-") and "." in arg and not _NEG_NUMBER.match(arg.split("=", 1)[0]):
+            if "=" in arg:
+                key_path, value_str = arg.split("=", 1)
+                if "." not in key_path:
+                    out.append(arg)
+                    i += 1
+                    continue
+                i += 1
+            else:
+                if i + 1 >= len(processed):
+                    raise InputError(f"{arg} is missing its value", hint=f"write {arg} VALUE or {arg}=VALUE")
+                key_path, value_str = arg, processed[i + 1]
+                i += 2
+            if key_path.endswith("+"):
+                key_path = key_path[:-1]
+                value_str = json.dumps(value_str.split(","))
+            key, *keys = key_path.split(".")
+            if not all(keys):
+                raise InputError(f"malformed dotted option {key_path!r}", hint="write --json-flag.key value")
+            try:
+                value: Any = json.loads(value_str)
+            except json.JSONDecodeError:
+                try:
+                    value = _human_readable_int(value_str)
+                except ValueError:
+                    value = value_str
+            nested: Any = value
+            for k in reversed(keys):
+                nested = {k: nested}
+            _merge(dict_args.setdefault(key, {}), nested)
+            continue
+        out.append(arg)
+        i += 1
+    for key, value in dict_args.items():
+        if key in out:
+            notes.append(f"{key} given both as JSON and with dotted keys: the dotted keys win")
+        out += [key, json.dumps(value)]
+    return out, notes
+
+
+def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def parse_serve_command(text: str) -> ServeCommand:
+    """Parse a `vllm serve MODEL [flags]` command line (or a short shell snippet containing one).
+
+    Raises InputError (one line + hint) for: unbalanced quotes, text that is not a vLLM server
+    command, a missing model, a flag without its value, a value vLLM's argparse type rejects
+    (non-integer for an int flag, invalid JSON in a config flag, a bad choice), and values vLLM's
+    config validation rejects at startup for the KV-relevant flags (e.g. gpu_memory_utilization 1.5).
+    """
+    if not isinstance(text, str):
+        raise InputError(f"expected the command line as text, got {type(text).__name__}")
+    text = text.lstrip("\ufeff")
+    if not text.strip():
+        raise InputError("empty command line", hint="pass: vllm serve MODEL [flags]")
+    if "\x00" in text:
+        raise InputError("the command line contains NUL bytes", hint="pass the text of a vllm serve command")
+
+    env: dict[str, str] = {}
+    found: tuple[list[str], int, str] | None = None
+    for segment in _shell_segments(text):
+        words = _split_words(segment)
+        while words and words[0] in ("$", "%", "#", ">"):
+            words = words[1:]
+        if not words:
+            continue
+        hit = _find_entry(words)
+        if hit is None:
+            _collect_env(words, env)  # `export A=B`, `A=B` lines, `env A=B` ...
+            continue
+        if found is not None:
+            raise InputError("found more than one vLLM server command", hint="pass one vllm serve command at a time")
+        found = (words, hit[0], hit[1])
+        _collect_env(words[:hit[0]], env)
+    if found is None:
+        first = _split_words(_shell_segments(text)[0])[:2] if _shell_segments(text) else []
+        shown = " ".join(first) or text.strip()[:40]
+        raise InputError(f"not a vllm serve command: {shown!r}",
+                         hint="pass e.g.: vllm serve Qwen/Qwen3-8B --max-model-len 32768 "
+                              "(or python -m vllm.entrypoints.openai.api_server --model ...)")
+    words, start, entry = found
+    return _parse_args(words[start:], entry, env)
+
+
+def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeCommand:
+    args, notes = _preprocess(args, entry)
+    values: dict[str, Any] = {}
+    seen_dest: dict[str, str] = {}
+    positionals: list[str] = []
+    model_flag: str | None = None
+    ignored: list[str] = []
+    unknown: list[str] = []
+    config_file: str | None = None
+
+    i = 0
+    n = len(args)
+    while i < n:
+        tok = args[i]
+        i += 1
+        if tok == "--":
+            positionals.extend(args[i:])
+            break
+        if not _looks_like_option(tok):
+            positionals.append(tok)
+            continue
+        explicit: str | None = None
+        name = tok
+        if "=" in tok:
+            name, explicit = tok.split("=", 1)
+        resolved = _resolve(name)
+        if resolved is None and not name.startswith("--") and name[:2] in _GLUED_SHORT and explicit is None:
+            resolved, explicit = (name[:2], _FLAGS[name[:2]]), name[2:]
+        if resolved is None:
+            if name in ("--model",):
+                resolved = ("--model", _Flag("model", "str", None, "--model"))
+            else:
+                unknown.append(name)
+                if explicit is None and i < n and not _looks_like_option(args[i]) and positionals:
+                    i += 1  # its value, most likely
+                continue
+        opt, spec = resolved
+        label = spec.canonical if opt.startswith("--") else f"{opt} ({spec.canonical})"
+
+        if spec.kind in ("bool", "true"):
+            if explicit is not None:
+                raise InputError(f"{name} takes no value, got {name}={explicit}",
+                                 hint=f"write {name} alone, or --no-{spec.canonical[2:]} to turn it off"
+                                 if spec.kind == "bool" else f"write {name} alone")
+            value: Any = spec.value if spec.kind == "bool" else True
+        elif spec.kind == "optstr":
+            if explicit is not None:
+                value = explicit
+            elif i < n and not _looks_like_option(args[i]):
+                value = args[i]
+                i += 1
+            else:
+                value = True
+        elif spec.kind in ("list_str", "list_int"):
+            raws = [explicit] if explicit is not None else []
+            if explicit is None:
+                while i < n and not _looks_like_option(args[i]):
+                    raws.append(args[i])
+                    i += 1
+            if not raws:
+                raise InputError(f"{label} is missing its value", hint=f"write {name} VALUE [VALUE ...]")
+            value = [_convert(label, spec, r) for r in raws]
+        else:
+            if explicit is None:
+                if i >= n or _looks_like_option(args[i]):
+                    got = f" (next is {args[i]!r})" if i < n else ""
+                    raise InputError(f"{label} is missing its value{got}",
+                                     hint=f"write {name} VALUE or {name}=VALUE")
+                explicit = args[i]
+                i += 1
+            value = _convert(label, spec, explicit)
+            if spec.kind == "append":
+                value = [*values.get(spec.dest, []), value]
+
+        dest = spec.dest
+        if dest == "model":
+            if model_flag is not None and model_flag != value:
+                notes.append(f"--model given twice; using the last ({value})")
+            model_flag = value
+            continue
+        if dest == "config":
+            config_file = value
+        if dest in seen_dest and spec.kind not in ("append",) and values.get(dest) != value:
+            notes.append(f"{spec.canonical} given more than once; the last value wins ({value!r})")
+        seen_dest[dest] = name
+        values[dest] = value
+        if dest not in KV_RELEVANT and name not in ignored:
+            ignored.append(name)
+
+    # --- model: positional (model_tag) or --model
+    model = positionals[0] if positionals else None
+    if len(positionals) > 1:
+        extra = " ".join(positionals[1:])
+        raise InputError(f"unexpected extra argument(s) after the model: {extra!r}",
+                         hint="vLLM would exit with 'unrecognized arguments'; flags need a leading --")
+    if model is not None and model_flag is not None and model != model_flag:
+        raise InputError(f"two models given: {model!r} (positional) and {model_flag!r} (--model)",
+                         hint="vLLM would exit with 'unrecognized arguments'; give the model once")
+    model = model or model_flag
+    if not model:
+        if config_file is not None:
+            raise InputError(f"the model is not on the command line (it may be in --config {config_file})",
+                             hint="kvplan does not read --config YAML files; put the model after `vllm serve`")
+        hint = ("vLLM 0.34.0 would silently serve its default model Qwen/Qwen3-0.6B; "
+                "name the model: vllm serve MODEL [flags]")
+        if unknown:
+            hint += f" (did the unknown flag {unknown[-1]} swallow it?)"
+        raise InputError("missing model", hint=hint)
+
+    # --- --spec-method/--spec-model/--spec-tokens fold into speculative_config (arg_utils.py:2141)
+    spec_cfg = values.get("speculative_config")
+    if spec_cfg is not None and not isinstance(spec_cfg, dict):
+        raise InputError(f"--speculative-config wants a JSON object, got {json.dumps(spec_cfg)}",
+                         hint='write --speculative-config \'{"method": "eagle3", "model": "...", '
+                              '"num_speculative_tokens": 3}\'')
+    for flag, key, dest in (("--spec-method", "method", "spec_method"), ("--spec-model", "model", "spec_model"),
+                            ("--spec-tokens", "num_speculative_tokens", "spec_tokens")):
+        v = values.pop(dest, None)
+        if dest in ignored:
+            ignored.remove(dest)
+        if v is None:
+            continue
+        spec_cfg = dict(spec_cfg or {})
+        if key in spec_cfg:
+            raise InputError(f"{flag} and --speculative-config['{key}'] are mutually exclusive",
+                             hint="give the value once")
+        spec_cfg[key] = v
+    for flag in ("--spec-method", "--spec-model", "--spec-tokens"):
+        if flag in ignored:
+            ignored.remove(flag)
+    if spec_cfg is not None:
+        values["speculative_config"] = {k.replace("-", "_"): v for k, v in spec_cfg.items()}
+
+    for dest, (low, inclusive, high) in _BOUNDS.items():
+        v = values.get(dest)
+        if v is None or isinstance(v, bool):
+            continue
+        bad = (low is not None and (v < low if inclusive else v <= low)) or (high is not None and v > high)
+        if bad:
+            flag = "--" + dest.replace("_", "-")
+            rng = f"{'≥' if inclusive else '>'} {low:g}" + (f" and ≤ {high:g}" if high is not None else "")
+            raise InputError(f"{flag} {v} is out of range: vLLM requires {rng}",
+                             hint="vLLM's config validation would refuse to start with this value")
+
+    if config_file is not None:
+        notes.append(f"--config {config_file}: kvplan does not read vLLM YAML config files; "
+                     "flags set there are not included")
+    for u in unknown:
+        near = closest_flag(u)
+        notes.append(f"{u} is not a vLLM 0.34.0 flag" + (f" (did you mean {near}?)" if near else "")
+                     + "; vLLM would exit with 'unrecognized arguments'")
+    if entry == "image":
+        notes.append("arguments after the vllm/vllm-openai image read as `vllm serve` flags")
+
+    options = {k: v for k, v in values.items() if k in KV_RELEVANT}
+    return ServeCommand(model=model, options=options, env=env, ignored=ignored, unknown=unknown, notes=notes)
