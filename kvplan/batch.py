@@ -121,14 +121,19 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
 
 
 def run_batch(data: Any, *, vllm_version: str | None = None) -> Batch:
-    entries = []
+    """Validate every entry first (a bad file is one error, exit 2), then plan them all."""
+    requests = []
     for name, entry, defaults in parse_deployments(data):
+        req = request_from_entry(entry, defaults, f"deployment {name!r}")
+        if vllm_version:
+            req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
+        requests.append((name, req))
+    entries = []
+    for name, req in requests:
         try:
-            req = request_from_entry(entry, defaults, f"deployment {name!r}")
-            if vllm_version:
-                req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
             plan = evaluate(req).plan
-            entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan))
         except KvplanError as exc:
-            entries.append(BatchEntry(name=name, fits=None, error=exc.message, hint=exc.hint))
+            exc.message = f"deployment {name!r}: {exc.message}"
+            raise
+        entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan))
     return Batch(entries=entries)

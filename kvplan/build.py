@@ -54,6 +54,7 @@ from kvplan.units import (
 
 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64  # vLLM: v1/attention/backends/gdn_attn.py
 MLA_BLOB_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}  # vLLM: MLAAttention.get_kv_cache_spec
+MAX_MODEL_LEN_LIMIT = 2**31  # no model serves more; catches 10^12 typos
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 
 
@@ -94,6 +95,22 @@ class Deployment:
     gpu_total_memory_bytes: int | None = None
     cuda_runtime_major: int = 12
     available_kv_bytes: int = 0  # per GPU
+
+    def __post_init__(self) -> None:
+        for name in ("tensor_parallel_size", "pipeline_parallel_size",
+                     "decode_context_parallel_size"):
+            if getattr(self, name) < 1:
+                raise InputError(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
+        for name in ("block_size", "draft_block_size", "max_num_batched_tokens", "max_num_seqs",
+                     "draft_tensor_parallel_size", "num_gpu_blocks_override"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise InputError(f"--{name.replace('_', '-')} must be ≥ 1, got {v}")
+        if self.num_speculative_tokens < 0:
+            raise InputError(f"--num-speculative-tokens must be ≥ 0, got {self.num_speculative_tokens}")
+        if self.max_model_len is not None and not 1 <= self.max_model_len <= MAX_MODEL_LEN_LIMIT:
+            raise InputError(f"--max-model-len {self.max_model_len} is out of range "
+                             f"(1 … {MAX_MODEL_LEN_LIMIT:,})", hint="or use --max-model-len auto")
 
 
 @dataclass(frozen=True)

@@ -159,6 +159,8 @@ def check(
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
     mml, auto = _parse_max_model_len(max_model_len)
     avail: int | None = None
     if kv_cache_memory is not None:
@@ -421,8 +423,9 @@ def _parse_max_model_len(value: str | None) -> tuple[int | None, bool]:
                          ) from None
     if n < 1:
         raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
-    if n > 2**40:
-        raise InputError(f"--max-model-len {value} is absurdly large")
+    if n > 2**31:
+        raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
+                         hint="or use --max-model-len auto")
     return n, False
 
 
@@ -445,7 +448,11 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(130)
         if isinstance(exc, click.ClickException):
-            exc.show()
+            hint = "run `kvplan --help` for the commands and their options"
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None and ctx.command_path:
+                hint = f"run `{ctx.command_path} --help` for its options"
+            _print_error(exc.format_message(), hint)
             sys.exit(EXIT_BAD_INPUT)
         if debug:
             raise

@@ -20,7 +20,7 @@ from kvplan.budget import (
 )
 from kvplan.build import BuildResult, Deployment, build
 from kvplan.engine.planner import EngineResult, PlannerInput, plan
-from kvplan.errors import InputError
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.plan import Plan, build_plan
 
@@ -159,6 +159,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     """Plan one request. Pass `res` to reuse loaded configs (sweeps, what-ifs)."""
     if req.data_parallel_size < 1:
         raise InputError("--data-parallel-size must be ≥ 1")
+    if req.gpu_memory_utilization is not None and not 0 < req.gpu_memory_utilization <= 1:
+        raise InputError(f"gpu_memory_utilization must be in (0, 1], got {req.gpu_memory_utilization}")
     res = res or resolve(req)
     gpu, sm, gpu_note = _gpu(req)
     dep = req.deployment
@@ -203,6 +205,9 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         for dt in {built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype}:
             reason = hardware.check_kv_dtype_supported(gpu, dt, vllm_version=inp.vllm_version,
                                                        use_mla=res.target.use_mla)
+            if reason and (sm is None or sm < 80):
+                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
+                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
             if reason:
                 notes.append(reason)
     the_plan = build_plan(

@@ -8,27 +8,38 @@ EXIT_BAD_INPUT = 2
 
 
 class KvplanError(Exception):
-    """A user-facing failure: one-line message, optional hint, exit code."""
+    """A user-facing failure: one-line message, a hint (a default per class), exit code."""
 
     exit_code: int = EXIT_BAD_INPUT
+    default_hint: str = "run `kvplan --help` for the commands and their options"
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = hint or self.default_hint
 
 
 class InputError(KvplanError):
     """Bad input: a flag, a number, a spec file, a deployment file."""
 
+    default_hint = "run `kvplan check --help` for the flags and the forms their values take"
+
 
 class ConfigError(KvplanError):
     """A model config that cannot be read or understood."""
+
+    default_hint = ("check the config file, or describe the model layer by layer with "
+                    "`kvplan check --specs FILE.json` (docs/specs-format.md)")
 
 
 class UnsupportedError(KvplanError):
     """Valid input that kvplan (or vLLM) does not support."""
 
+    default_hint = ("describe the layers by hand with `kvplan check --specs FILE.json` "
+                    "(docs/specs-format.md)")
+
 
 class HubError(KvplanError):
     """The hub or its cache could not provide a file."""
+
+    default_hint = "pass a local folder or config.json, or warm the Hugging Face cache first"

@@ -660,19 +660,22 @@ _VLLM_SUBCOMMANDS = {"chat", "complete", "bench", "collect-env", "run-batch", "l
                      "preload", "snapshot", "--version", "-v", "--help", "-h"}
 
 
+class _NotServe(Exception):
+    """A vLLM command that is not the server (vllm bench, vllm chat ...)."""
+
+
 def _find_entry(words: list[str]) -> tuple[int, str] | None:
-    """(index of the first vLLM argument, entry kind) if `words` runs the vLLM server."""
+    """(index of the first vLLM argument, entry kind) if `words` runs the vLLM server.
+
+    Raises _NotServe for another vLLM subcommand (`vllm bench serve`, `vllm chat`)."""
     for i, w in enumerate(words):
-        if _VLLM_BIN.match(w) and not w.startswith("-"):
-            nxt = words[i + 1] if i + 1 < len(words) else None
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if _VLLM_BIN.match(w):
             if nxt == "serve":
                 return i + 2, "serve"
             if nxt in _VLLM_SUBCOMMANDS:
-                raise InputError(f"`vllm {nxt}` is not `vllm serve`",
-                                 hint="pass the command that starts the server: vllm serve MODEL [flags]")
-            if nxt is None:
-                raise InputError("`vllm` without a subcommand is not `vllm serve`",
-                                 hint="pass the command that starts the server: vllm serve MODEL [flags]")
+                raise _NotServe(f"vllm {nxt}")
+            continue  # e.g. `pip install vllm`
         if _PY.match(w):
             j = i + 1
             while j < len(words) and words[j].startswith("-") and words[j] != "-m":
@@ -684,24 +687,37 @@ def _find_entry(words: list[str]) -> tuple[int, str] | None:
                 if mod in ("vllm.entrypoints.cli.main", "vllm"):
                     if j + 2 < len(words) and words[j + 2] == "serve":
                         return j + 3, "serve"
-                    raise InputError(f"`python -m {mod}` without `serve` is not a server command",
-                                     hint="pass: vllm serve MODEL [flags]")
+                    raise _NotServe(f"python -m {mod} {' '.join(words[j + 2:j + 3])}".strip())
         if _IMAGE.match(w):
-            rest = words[i + 1:]
-            if rest[:2] == ["vllm", "serve"]:
+            # The vllm/vllm-openai image's ENTRYPOINT is `vllm serve`.
+            if words[i + 1:i + 3] == ["vllm", "serve"]:
                 return i + 3, "serve"
             return i + 1, "image"
     return None
 
 
-def _collect_env(words: list[str], env: dict[str, str]) -> None:
-    prev = ""
+_ENV_COMMANDS = {"export", "env", "declare", "typeset", "setenv"}
+
+
+def _leading_assignments(words: list[str], env: dict[str, str]) -> None:
+    """`A=1 B=2 cmd`, `export A=1`, `env -u X A=1 cmd`: the environment the command gets."""
+    i = 0
+    if words and words[0] in _ENV_COMMANDS:
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in ("-u", "--unset") else 1
+    while i < len(words) and _ASSIGN.match(words[i]):
+        k, v = words[i].split("=", 1)
+        env[k] = v
+        i += 1
+
+
+def _prefix_env(words: list[str], env: dict[str, str]) -> None:
+    """Assignments anywhere before the entry point: `A=1 env B=2 nohup vllm serve`, `docker -e A=1`."""
     for w in words:
-        if _ASSIGN.match(w) and (prev in ("", "env", "export", "-e", "--env", "sudo", "-E") or _ASSIGN.match(prev)
-                                 or not prev.startswith("-")):
+        if _ASSIGN.match(w):
             k, v = w.split("=", 1)
             env[k] = v
-        prev = w
 
 
 # ---------------------------------------------------------------------------------------------
@@ -742,7 +758,7 @@ def _json_error(flag: str, raw: str, e: json.JSONDecodeError) -> InputError:
                       f"near: {near}", hint=hint)
 
 
-def _convert(flag: str, spec: _Flag, raw: str) -> Any:
+def _convert(flag: str, spec: _Flag, raw: str, name: str | None = None) -> Any:
     """Apply the argparse `type=` vLLM uses for this flag; InputError on failure."""
     if spec.optional and raw in ("", "None"):
         return None
@@ -775,21 +791,21 @@ def _convert(flag: str, spec: _Flag, raw: str) -> Any:
         else:
             value = raw
     except ValueError as e:
-        raise _type_error(flag, spec, raw, e) from None
+        raise _type_error(flag, name or flag, spec, raw, e) from None
     if spec.choices is not None and value not in spec.choices:
         shown = ", ".join(str(c) for c in spec.choices if c is not None)
         raise InputError(f"{flag}: invalid choice {raw!r}", hint=f"vLLM 0.34.0 accepts: {shown}")
     return value
 
 
-def _type_error(flag: str, spec: _Flag, raw: str, e: ValueError) -> InputError:
+def _type_error(flag: str, name: str, spec: _Flag, raw: str, e: ValueError) -> InputError:
     kind = spec.kind
     if kind in ("int", "list_int"):
         return InputError(f"{flag} expects an integer, got {raw!r}",
-                          hint=f"vLLM parses {flag} with int(); write e.g. {flag} 4")
+                          hint=f"vLLM parses {name} with int(); write e.g. {name} 4")
     if kind == "float":
         return InputError(f"{flag} expects a number, got {raw!r}",
-                          hint=f"vLLM parses {flag} with float(); write e.g. {flag} 0.9")
+                          hint=f"vLLM parses {name} with float(); write e.g. {name} 0.9")
     detail = str(e) if "Decimals are not allowed" in str(e) else ""
     hint = detail or "vLLM reads it with human_readable_int: 1000, 32k (= 32,000), 32K (= 32,768), 40G (= 40 GiB)"
     if spec.dest == "kv_cache_memory_bytes" and not detail:
@@ -798,7 +814,7 @@ def _type_error(flag: str, spec: _Flag, raw: str, e: ValueError) -> InputError:
         except InputError:
             pass
         else:
-            hint = (f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {flag} {meant}, or G/M/K "
+            hint = (f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {name} {meant}, or G/M/K "
                     f"(binary) / g/m/k (decimal) suffixes: 40G = 40 GiB")
     if kind == "hrint_auto":
         hint += "; or -1 / auto to fit the KV cache"
@@ -943,22 +959,31 @@ def parse_serve_command(text: str) -> ServeCommand:
 
     env: dict[str, str] = {}
     found: tuple[list[str], int, str] | None = None
-    for segment in _shell_segments(text):
+    other: str | None = None
+    segments = _shell_segments(text)
+    for segment in segments:
         words = _split_words(segment)
         while words and words[0] in ("$", "%", "#", ">"):
             words = words[1:]
         if not words:
             continue
-        hit = _find_entry(words)
+        try:
+            hit = _find_entry(words)
+        except _NotServe as e:
+            other = other or str(e)
+            continue
         if hit is None:
-            _collect_env(words, env)  # `export A=B`, `A=B` lines, `env A=B` ...
+            _leading_assignments(words, env)
             continue
         if found is not None:
             raise InputError("found more than one vLLM server command", hint="pass one vllm serve command at a time")
         found = (words, hit[0], hit[1])
-        _collect_env(words[:hit[0]], env)
+        _prefix_env(words[:hit[0]], env)
     if found is None:
-        first = _split_words(_shell_segments(text)[0])[:2] if _shell_segments(text) else []
+        if other is not None:
+            raise InputError(f"`{other}` is not the vLLM server command",
+                             hint="pass the command that starts the server: vllm serve MODEL [flags]")
+        first = _split_words(segments[0])[:3] if segments else []
         shown = " ".join(first) or text.strip()[:40]
         raise InputError(f"not a vllm serve command: {shown!r}",
                          hint="pass e.g.: vllm serve Qwen/Qwen3-8B --max-model-len 32768 "
@@ -967,18 +992,36 @@ def parse_serve_command(text: str) -> ServeCommand:
     return _parse_args(words[start:], entry, env)
 
 
+_FOLDED = {"spec_method": ("--spec-method", "method"), "spec_model": ("--spec-model", "model"),
+           "spec_tokens": ("--spec-tokens", "num_speculative_tokens")}
+
+
+def _move_model_flag(args: list[str]) -> tuple[str | None, list[str]]:
+    """argparse_utils.py:389: with `vllm serve`, `--model X` / `--model=X` becomes the positional."""
+    for idx, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--model":
+            if idx + 1 >= len(args) or _looks_like_option(args[idx + 1]):
+                raise InputError("--model is missing its value", hint="write vllm serve MODEL [flags]")
+            return args[idx + 1], args[:idx] + args[idx + 2:]
+        if arg.startswith("--model="):
+            return arg.removeprefix("--model="), args[:idx] + args[idx + 1:]
+    return None, args
+
+
 def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeCommand:
+    moved_model: str | None = None
+    if entry in ("serve", "image"):
+        moved_model, args = _move_model_flag(args)
     args, notes = _preprocess(args, entry)
     values: dict[str, Any] = {}
-    seen_dest: dict[str, str] = {}
-    positionals: list[str] = []
+    positionals: list[str] = [moved_model] if moved_model is not None else []
     model_flag: str | None = None
     ignored: list[str] = []
     unknown: list[str] = []
-    config_file: str | None = None
 
-    i = 0
-    n = len(args)
+    i, n = 0, len(args)
     while i < n:
         tok = args[i]
         i += 1
@@ -988,105 +1031,123 @@ def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeComman
         if not _looks_like_option(tok):
             positionals.append(tok)
             continue
-        explicit: str | None = None
-        name = tok
-        if "=" in tok:
-            name, explicit = tok.split("=", 1)
+        name, eq, explicit_s = tok.partition("=")
+        explicit: str | None = explicit_s if eq else None
         resolved = _resolve(name)
         if resolved is None and not name.startswith("--") and name[:2] in _GLUED_SHORT and explicit is None:
-            resolved, explicit = (name[:2], _FLAGS[name[:2]]), name[2:]
+            resolved, explicit = (name[:2], _FLAGS[name[:2]]), name[2:]  # -qfp8
         if resolved is None:
-            if name in ("--model",):
-                resolved = ("--model", _Flag("model", "str", None, "--model"))
-            else:
-                unknown.append(name)
-                if explicit is None and i < n and not _looks_like_option(args[i]) and positionals:
-                    i += 1  # its value, most likely
-                continue
+            unknown.append(name)
+            # Its value, most likely — once the model is known (vllm serve MODEL first).
+            model_known = bool(positionals) or entry == "api_server"
+            if explicit is None and i < n and not _looks_like_option(args[i]) and model_known:
+                i += 1
+            continue
         opt, spec = resolved
         label = spec.canonical if opt.startswith("--") else f"{opt} ({spec.canonical})"
-
-        if spec.kind in ("bool", "true"):
-            if explicit is not None:
-                raise InputError(f"{name} takes no value, got {name}={explicit}",
-                                 hint=f"write {name} alone, or --no-{spec.canonical[2:]} to turn it off"
-                                 if spec.kind == "bool" else f"write {name} alone")
-            value: Any = spec.value if spec.kind == "bool" else True
-        elif spec.kind == "optstr":
-            if explicit is not None:
-                value = explicit
-            elif i < n and not _looks_like_option(args[i]):
-                value = args[i]
-                i += 1
-            else:
-                value = True
-        elif spec.kind in ("list_str", "list_int"):
-            raws = [explicit] if explicit is not None else []
-            if explicit is None:
-                while i < n and not _looks_like_option(args[i]):
-                    raws.append(args[i])
-                    i += 1
-            if not raws:
-                raise InputError(f"{label} is missing its value", hint=f"write {name} VALUE [VALUE ...]")
-            value = [_convert(label, spec, r) for r in raws]
-        else:
-            if explicit is None:
-                if i >= n or _looks_like_option(args[i]):
-                    got = f" (next is {args[i]!r})" if i < n else ""
-                    raise InputError(f"{label} is missing its value{got}",
-                                     hint=f"write {name} VALUE or {name}=VALUE")
-                explicit = args[i]
-                i += 1
-            value = _convert(label, spec, explicit)
-            if spec.kind == "append":
-                value = [*values.get(spec.dest, []), value]
-
+        value, i = _take_value(args, i, name, label, spec, explicit, values)
         dest = spec.dest
         if dest == "model":
-            if model_flag is not None and model_flag != value:
-                notes.append(f"--model given twice; using the last ({value})")
             model_flag = value
             continue
-        if dest == "config":
-            config_file = value
-        if dest in seen_dest and spec.kind not in ("append",) and values.get(dest) != value:
+        if dest in values and spec.kind != "append" and values[dest] != value:
             notes.append(f"{spec.canonical} given more than once; the last value wins ({value!r})")
-        seen_dest[dest] = name
         values[dest] = value
-        if dest not in KV_RELEVANT and name not in ignored:
-            ignored.append(name)
+        if dest not in KV_RELEVANT and dest not in _FOLDED and opt not in ignored:
+            ignored.append(opt)
 
-    # --- model: positional (model_tag) or --model
+    model = _pick_model(positionals, model_flag, values, unknown)
+    _fold_speculative(values)
+    _check_bounds(values)
+
+    if "config" in values:
+        notes.append(f"--config {values['config']}: kvplan does not read vLLM YAML config files; "
+                     "flags set there are not included")
+    for u in unknown:
+        near = closest_flag(u)
+        notes.append(f"{u} is not a vLLM 0.34.0 flag" + (f" (did you mean {near}?)" if near else "")
+                     + "; vLLM would exit with 'unrecognized arguments'")
+    if entry == "image":
+        notes.append("arguments after the vllm/vllm-openai image are read as `vllm serve` arguments")
+
+    options = {k: v for k, v in values.items() if k in KV_RELEVANT}
+    return ServeCommand(model=model, options=options, env=env, ignored=ignored, unknown=unknown, notes=notes)
+
+
+def _take_value(args: list[str], i: int, name: str, label: str, spec: _Flag, explicit: str | None,
+                values: dict[str, Any]) -> tuple[Any, int]:
+    """Consume this option's value(s) as argparse would; returns (typed value, next index)."""
+    n = len(args)
+    if spec.kind in ("bool", "true"):
+        if explicit is not None:
+            hint = f"write {name} alone" + (f", or --no-{spec.canonical[2:]} to turn it off" if spec.kind == "bool"
+                                            else "")
+            raise InputError(f"{name} takes no value, got {name}={explicit}", hint=hint)
+        return (spec.value if spec.kind == "bool" else True), i
+    if spec.kind == "optstr":
+        if explicit is not None:
+            return explicit, i
+        if i < n and not _looks_like_option(args[i]):
+            return args[i], i + 1
+        return True, i
+    if spec.kind in ("list_str", "list_int"):
+        raws = [explicit] if explicit is not None else []
+        if explicit is None:
+            while i < n and not _looks_like_option(args[i]):
+                raws.append(args[i])
+                i += 1
+        if not raws:
+            raise InputError(f"{label} is missing its value", hint=f"write {name} VALUE [VALUE ...]")
+        return [_convert(label, spec, r, name) for r in raws], i
+    if explicit is None:
+        if i >= n or _looks_like_option(args[i]):
+            got = f" (next is {args[i]!r})" if i < n else ""
+            raise InputError(f"{label} is missing its value{got}", hint=f"write {name} VALUE or {name}=VALUE")
+        explicit = args[i]
+        i += 1
+    value = _convert(label, spec, explicit, name)
+    if spec.kind == "append":
+        value = [*values.get(spec.dest, []), value]
+    return value, i
+
+
+def _pick_model(positionals: list[str], model_flag: str | None, values: dict[str, Any], unknown: list[str]) -> str:
     model = positionals[0] if positionals else None
     if len(positionals) > 1:
         extra = " ".join(positionals[1:])
-        raise InputError(f"unexpected extra argument(s) after the model: {extra!r}",
-                         hint="vLLM would exit with 'unrecognized arguments'; flags need a leading --")
+        if model_flag is None and len(positionals) == 2 and values.get("served_model_name") is None:
+            hint = "vLLM would exit with 'unrecognized arguments'; give the model once, first"
+        else:
+            hint = "vLLM would exit with 'unrecognized arguments'; flags need a leading --"
+        raise InputError(f"unexpected extra argument(s) besides the model {model!r}: {extra!r}", hint=hint)
     if model is not None and model_flag is not None and model != model_flag:
         raise InputError(f"two models given: {model!r} (positional) and {model_flag!r} (--model)",
                          hint="vLLM would exit with 'unrecognized arguments'; give the model once")
     model = model or model_flag
-    if not model:
-        if config_file is not None:
-            raise InputError(f"the model is not on the command line (it may be in --config {config_file})",
-                             hint="kvplan does not read --config YAML files; put the model after `vllm serve`")
-        hint = ("vLLM 0.34.0 would silently serve its default model Qwen/Qwen3-0.6B; "
-                "name the model: vllm serve MODEL [flags]")
-        if unknown:
-            hint += f" (did the unknown flag {unknown[-1]} swallow it?)"
-        raise InputError("missing model", hint=hint)
+    if model:
+        return model
+    if values.get("config") is not None:
+        raise InputError(f"the model is not on the command line (it may be in --config {values['config']})",
+                         hint="kvplan does not read --config YAML files; put the model after `vllm serve`")
+    if values.get("served_model_name"):
+        raise InputError("missing model: `vllm serve` takes the model as its first positional argument",
+                         hint="--served-model-name takes every word after it; write vllm serve MODEL "
+                              "--served-model-name NAME")
+    hint = "vLLM 0.34.0 would silently serve its default model Qwen/Qwen3-0.6B; name it: vllm serve MODEL [flags]"
+    if unknown:
+        hint += f" (is {unknown[-1]} a typo?)"
+    raise InputError("missing model", hint=hint)
 
-    # --- --spec-method/--spec-model/--spec-tokens fold into speculative_config (arg_utils.py:2141)
+
+def _fold_speculative(values: dict[str, Any]) -> None:
+    """--spec-method/--spec-model/--spec-tokens merge into speculative_config (arg_utils.py:2141)."""
     spec_cfg = values.get("speculative_config")
     if spec_cfg is not None and not isinstance(spec_cfg, dict):
         raise InputError(f"--speculative-config wants a JSON object, got {json.dumps(spec_cfg)}",
                          hint='write --speculative-config \'{"method": "eagle3", "model": "...", '
                               '"num_speculative_tokens": 3}\'')
-    for flag, key, dest in (("--spec-method", "method", "spec_method"), ("--spec-model", "model", "spec_model"),
-                            ("--spec-tokens", "num_speculative_tokens", "spec_tokens")):
+    for dest, (flag, key) in _FOLDED.items():
         v = values.pop(dest, None)
-        if dest in ignored:
-            ignored.remove(dest)
         if v is None:
             continue
         spec_cfg = dict(spec_cfg or {})
@@ -1094,32 +1155,18 @@ def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeComman
             raise InputError(f"{flag} and --speculative-config['{key}'] are mutually exclusive",
                              hint="give the value once")
         spec_cfg[key] = v
-    for flag in ("--spec-method", "--spec-model", "--spec-tokens"):
-        if flag in ignored:
-            ignored.remove(flag)
     if spec_cfg is not None:
-        values["speculative_config"] = {k.replace("-", "_"): v for k, v in spec_cfg.items()}
+        values["speculative_config"] = {str(k).replace("-", "_"): v for k, v in spec_cfg.items()}
 
+
+def _check_bounds(values: dict[str, Any]) -> None:
     for dest, (low, inclusive, high) in _BOUNDS.items():
         v = values.get(dest)
-        if v is None or isinstance(v, bool):
+        if v is None or isinstance(v, bool) or not isinstance(v, int | float):
             continue
-        bad = (low is not None and (v < low if inclusive else v <= low)) or (high is not None and v > high)
+        bad = v != v or (low is not None and (v < low if inclusive else v <= low)) or (high is not None and v > high)
         if bad:
             flag = "--" + dest.replace("_", "-")
-            rng = f"{'≥' if inclusive else '>'} {low:g}" + (f" and ≤ {high:g}" if high is not None else "")
+            rng = f"{'>=' if inclusive else '>'} {low:g}" + (f" and <= {high:g}" if high is not None else "")
             raise InputError(f"{flag} {v} is out of range: vLLM requires {rng}",
                              hint="vLLM's config validation would refuse to start with this value")
-
-    if config_file is not None:
-        notes.append(f"--config {config_file}: kvplan does not read vLLM YAML config files; "
-                     "flags set there are not included")
-    for u in unknown:
-        near = closest_flag(u)
-        notes.append(f"{u} is not a vLLM 0.34.0 flag" + (f" (did you mean {near}?)" if near else "")
-                     + "; vLLM would exit with 'unrecognized arguments'")
-    if entry == "image":
-        notes.append("arguments after the vllm/vllm-openai image read as `vllm serve` flags")
-
-    options = {k: v for k, v in values.items() if k in KV_RELEVANT}
-    return ServeCommand(model=model, options=options, env=env, ignored=ignored, unknown=unknown, notes=notes)

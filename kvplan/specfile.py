@@ -437,6 +437,13 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
         vllm_version=vllm_version,
         with_fix=with_fix,
     )
+    for name, spec in specs.items():
+        for attr in ("sliding_window", "attention_chunk_size"):
+            window = getattr(spec, attr, None)
+            if window is not None and window > inp.max_model_len:
+                raise InputError(f"layer {name!r}: {attr} {window} is larger than max_model_len "
+                                 f"{inp.max_model_len}", hint="a window longer than the context is "
+                                 "full attention: use kind full_attention, or a longer max_model_len")
     notes = case.get("notes") or []
     return SpecFile(name=str(case.get("name", "layer-spec file")),
                     notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),

@@ -40,7 +40,7 @@ def test_ci_all_fit_and_bad_entries(tmp_path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[[deployment]]\nname = "x"\nmodel = "a/b"\nmax-modl-len = 3\n')
     res = runner.invoke(app, ["ci", str(bad)], env={"COLUMNS": "120"})
-    assert res.exit_code == 2 and "unknown key" in res.stdout
+    assert res.exit_code == 2 and res.stdout == "" and "unknown key" in res.stderr
     for text, needle in (("[[deployment", "not valid TOML"), ("x = 1", "no [[deployment]]")):
         bad.write_text(text)
         res = runner.invoke(app, ["ci", str(bad)])
