@@ -447,12 +447,12 @@ def main(argv: list[str] | None = None) -> None:
 
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(130)
-        if isinstance(exc, click.ClickException):
+        if isinstance(exc, click.ClickException) or hasattr(exc, "format_message"):
             hint = "run `kvplan --help` for the commands and their options"
             ctx = getattr(exc, "ctx", None)
             if ctx is not None and ctx.command_path:
                 hint = f"run `{ctx.command_path} --help` for its options"
-            _print_error(exc.format_message(), hint)
+            _print_error(exc.format_message(), hint)  # type: ignore[attr-defined]
             sys.exit(EXIT_BAD_INPUT)
         if debug:
             raise

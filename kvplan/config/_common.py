@@ -232,6 +232,13 @@ def kv_heads_of(cfg: Cfg, default: int | None = None) -> int:
     """`num_key_value_heads`; absent → the given transformers default, else num_attention_heads."""
     value = cfg.get_int("num_key_value_heads", None)
     if value is not None:
+        heads = cfg.get_int("num_attention_heads", None)
+        if heads and value and heads % value:
+            # vLLM: grouped-query attention needs whole query groups per KV head
+            raise ConfigError(f"{cfg.source}: num_attention_heads ({heads}) is not divisible by "
+                              f"num_key_value_heads ({value})",
+                              hint="fix the config: every KV head serves the same number of "
+                                   "query heads")
         return value
     if default is not None:
         return default
