@@ -20,7 +20,7 @@ from kvplan.budget import (
 )
 from kvplan.build import BuildResult, Deployment, build
 from kvplan.engine.planner import EngineResult, PlannerInput, plan
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.plan import Plan, build_plan
 
@@ -196,7 +196,11 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
 
         explanation = explain_model(res.target, replace(dep, available_kv_bytes=budget
                                                         .available_kv_bytes_per_gpu),
-                                    res.draft, result, draft_layers)
+                                    res.draft, result, draft_layers,
+                                    budget_per_gpu_fixed=budget.mode is not BudgetMode.ESTIMATED)
+        if budget.mode is BudgetMode.ESTIMATED:
+            explanation = explanation.model_copy(update={"what_ifs": [
+                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu)]})
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
              *([budget_warning] if budget_warning else [])]
     if gpu is not None:
@@ -218,6 +222,42 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp)
+
+
+def _budget_what_ifs(req: Request, res: Resolved, gpu: Any) -> list[Any]:
+    """More memory utilization, and the next larger GPUs of the catalogue (budget re-estimated)."""
+    from kvplan import hardware
+    from kvplan.explain import WhatIf
+
+    def one(change: str, r: Request) -> WhatIf:
+        try:
+            p = evaluate(r, res).plan
+        except KvplanError as exc:
+            return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
+                          note=exc.message)
+        return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
+                      available_gib=min(p.check_gib, default=None),
+                      estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+
+    out = []
+    tp2 = req.deployment.tensor_parallel_size * 2
+    out.append(one(f"--tensor-parallel-size {tp2} (weights split, budget re-estimated)",
+                   replace(req, explain=False,
+                           deployment=replace(req.deployment, tensor_parallel_size=tp2))))
+    util = req.gpu_memory_utilization
+    if util is not None and util < 0.98:
+        new = round(min(0.98, util + 0.05), 2)
+        out.append(one(f"--gpu-memory-utilization {new}",
+                       replace(req, gpu_memory_utilization=new, explain=False)))
+    if gpu is not None and gpu.total_memory_bytes:
+        bigger = sorted((g for g in hardware.list_gpus()
+                         if g.vendor == gpu.vendor and g.total_memory_bytes
+                         and g.total_memory_bytes > gpu.total_memory_bytes),
+                        key=lambda g: g.total_memory_bytes or 0)[:2]
+        for g in bigger:
+            out.append(one(f"--gpu {g.name!r} ({(g.total_memory_bytes or 0) / 2**30:.0f} GiB)",
+                           replace(req, gpu=g.name, explain=False)))
+    return out
 
 
 def _budget_label(b: KvBudget) -> str:

@@ -105,7 +105,8 @@ def _summary(change: str, fn: Callable[[], EngineResult]) -> WhatIf:
 def what_ifs_for_input(inp: PlannerInput, base: EngineResult) -> list[WhatIf]:
     """What-ifs that only change planner knobs (usable for --specs files too)."""
     out = []
-    if not inp.with_fix:
+    padded = any(getattr(g.group.spec, "page_size_padded", None) for g in base.groups)
+    if not inp.with_fix and padded:
         out.append(_summary("apply the PR #53499 fix (--with-fix)",
                             lambda: plan(replace(inp, with_fix=True))))
     est = min(base.estimated_max_model_len) if base.estimated_max_model_len else 0
@@ -120,7 +121,8 @@ def what_ifs_for_input(inp: PlannerInput, base: EngineResult) -> list[WhatIf]:
 
 
 def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescription | None,
-                  base: EngineResult, draft_layers: frozenset[str] = frozenset()) -> Explanation:
+                  base: EngineResult, draft_layers: frozenset[str] = frozenset(),
+                  budget_per_gpu_fixed: bool = True) -> Explanation:
     """Causes plus what-ifs that rebuild the specs (dtypes, TP, prefix caching)."""
     built = build(target, dep, draft)
     ifs = what_ifs_for_input(built.planner_input, base)
@@ -128,8 +130,9 @@ def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescrip
     def run(**changes: object) -> EngineResult:
         return plan(build(target, replace(dep, **changes), draft).planner_input)  # type: ignore[arg-type]
 
+    current = built.kv_cache_dtype if built.kv_cache_dtype != "auto" else built.model_dtype
     for kv in ("fp8", "nvfp4", "bfloat16"):
-        if kv != built.kv_cache_dtype:
+        if kv != current:
             ifs.append(_summary(f"--kv-cache-dtype {kv}", lambda kv=kv: run(kv_cache_dtype=kv)))
     if built.draft_kv_cache_dtype and built.draft_kv_cache_dtype != built.kv_cache_dtype:
         ifs.append(_summary(f"--draft-kv-cache-dtype {built.kv_cache_dtype} (same as the target)",
@@ -137,8 +140,10 @@ def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescrip
     if dep.draft_block_size:
         ifs.append(_summary("the draft on the target's block size (no --draft-block-size)",
                             lambda: run(draft_block_size=None)))
-    ifs.append(_summary(f"--tensor-parallel-size {dep.tensor_parallel_size * 2}",
-                        lambda: run(tensor_parallel_size=dep.tensor_parallel_size * 2)))
+    if budget_per_gpu_fixed:  # an estimated budget changes with TP: deploy re-estimates it
+        ifs.append(_summary(f"--tensor-parallel-size {dep.tensor_parallel_size * 2} "
+                            "(same KV memory per GPU)",
+                            lambda: run(tensor_parallel_size=dep.tensor_parallel_size * 2)))
     if dep.enable_prefix_caching and target.is_hybrid:
         ifs.append(_summary("--no-enable-prefix-caching (Mamba 'none' mode)",
                             lambda: run(enable_prefix_caching=False)))

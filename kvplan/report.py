@@ -79,7 +79,7 @@ def _render_main(plan: Plan, console: Console) -> None:
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
                   f"{plan.max_num_batched_tokens:,} ({plan.max_in_flight_tokens:,} in flight)")
-    if plan.budget is not None and plan.budget.breakdown:
+    if plan.budget is not None and plan.budget.breakdown and plan.budget.mode == "estimated":
         for term in plan.budget.breakdown:
             console.print(f"  [dim]{term.num_bytes / 2**30:+9.2f} GiB  {escape(term.name)}: "
                           f"{escape(term.how)}[/]")

@@ -153,9 +153,10 @@ _PROC_ONLY = re.compile(r"^\s*\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s?(?P<msg>.*
 _NUM = r"(\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
 
-_VERSION_SERVER = re.compile(r"vLLM server version (\S+?),? serving model (\S+)")  # startup.py:18
-_VERSION_API = re.compile(r"vLLM API server version (\S+)")  # vLLM <= 0.11
-_LOGO_VERSION = re.compile(r"█\s+version\s+(\S+)")  # startup.py:22 logo
+_V = r"v?(\d+\.\d+[\w.+\-]*?)"
+_VERSION_SERVER = re.compile(r"vLLM server version " + _V + r",? serving model (\S+)")  # startup.py:18
+_VERSION_API = re.compile(r"vLLM API server version " + _V + r"(?:\s|$)")  # vLLM <= 0.11
+_LOGO_VERSION = re.compile(r"█\s+version\s+" + _V + r"(?:\s|$)")  # startup.py:22 logo
 _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
 _ENGINE = re.compile(r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config: (.*)$")  # core.py:153
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")  # startup.py:96
@@ -358,6 +359,8 @@ def parse_vllm_log(text: str | bytes) -> VllmLog:
     lines = _ANSI.sub("", text).splitlines()
     matched = 0
     for raw in lines:
+        if raw.lstrip().startswith("#"):  # comments (vLLM never starts a line with '#')
+            continue
         if len(raw) > 1_000_000:
             raw = raw[:1_000_000]
         proc, msg = _split_line(raw)

@@ -14,14 +14,16 @@ Dispatch follows vLLM: the first `architectures` entry kvplan has an adapter for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config import drafts as _drafts
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
-from kvplan.config.drafts import describe_draft, is_draft_architecture, mtp_draft
-from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.config.drafts import is_draft_architecture, mtp_draft
+from kvplan.errors import ConfigError, KvplanError, UnsupportedError
 from kvplan.model import ModelDescription
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
@@ -144,4 +146,32 @@ def describe_model(config: Mapping[str, Any], *, source: str,
                           hint=SPECS_HINT)
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
-    return adapter(top, quant)
+    with malformed_config_guard(source):
+        return adapter(top, quant)
+
+
+@contextmanager
+def malformed_config_guard(source: str) -> Iterator[None]:
+    """Last line of defence: a field of a type no adapter expects is a ConfigError, never a
+    traceback (the adapters name the field whenever they can)."""
+    try:
+        yield
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError,
+            OverflowError) as exc:
+        if isinstance(exc, KvplanError):
+            raise
+        detail = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{source}: config.json has a value kvplan cannot use "
+                          f"({type(exc).__name__}: {detail})") from None
+
+
+def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None = None,
+                   target: ModelDescription | None = None,
+                   hf_quant_config: Mapping[str, Any] | None = None) -> ModelDescription:
+    """Describe a separate draft head (DFlash/DFlash2, EAGLE, EAGLE3); see `drafts`."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{source}: config.json must be a JSON object, got "
+                          f"{type(config).__name__}")
+    with malformed_config_guard(source):
+        return _drafts.describe_draft(config, source=source, method=method, target=target,
+                                      hf_quant_config=hf_quant_config)

@@ -294,7 +294,15 @@ def architectures(top: Cfg) -> tuple[str, ...]:
     value = top.data.get("architectures") or ()
     if isinstance(value, str):
         return (value,)
-    return tuple(str(a) for a in value)
+    if not isinstance(value, list | tuple) or not all(isinstance(a, str) for a in value):
+        raise ConfigError(f"{top.source}: 'architectures' must be a list of class names, got "
+                          f"{json_repr(value)}")
+    return tuple(value)
+
+
+def json_repr(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def max_positions(text: Cfg) -> int | None:
