@@ -867,9 +867,9 @@ def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
             break
         if arg.startswith("--"):
             if "=" in arg:
-                key, value = arg.split("=", 1)
-                head, dot, tail = key[2:].partition(".")
-                processed.append("--" + head.replace("_", "-") + dot + tail + "=" + value)
+                flag_part, raw_value = arg.split("=", 1)
+                head, dot, tail = flag_part[2:].partition(".")
+                processed.append("--" + head.replace("_", "-") + dot + tail + "=" + raw_value)
             else:
                 head, dot, tail = arg[2:].partition(".")
                 processed.append("--" + head.replace("_", "-") + dot + tail)
@@ -912,7 +912,7 @@ def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
                 raise InputError(f"malformed dotted option {key_path!r}", hint="write --json-flag.key value")
             try:
                 value: Any = json.loads(value_str)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 try:
                     value = _human_readable_int(value_str)
                 except ValueError:
@@ -924,10 +924,18 @@ def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
             continue
         out.append(arg)
         i += 1
-    for key, value in dict_args.items():
+    by_dest: dict[str, list[str]] = {}
+    for key, merged in dict_args.items():
         if key in out:
             notes.append(f"{key} given both as JSON and with dotted keys: the dotted keys win")
-        out += [key, json.dumps(value)]
+        spec = _FLAGS.get(key)
+        if spec is not None:
+            by_dest.setdefault(spec.dest, []).append(key)
+        out += [key, json.dumps(merged)]
+    for keys in by_dest.values():
+        if len(keys) > 1:
+            notes.append(f"dotted keys under both {' and '.join(keys)}: vLLM merges each spelling separately and "
+                         f"keeps only the last ({keys[-1]}); the others are lost")
     return out, notes
 
 

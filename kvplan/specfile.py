@@ -73,6 +73,7 @@ GDN_KEYS = frozenset("""
 """.split())
 # Only the default layer-outermost layouts are modelled (packed grouping is not).
 LAYER_OUTERMOST_LAYOUTS = ("LBNHC", "LBHNC", "LHBNC")
+MAX_LAYERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,11 @@ def expand_layers(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(pattern, list) or not pattern:
                 raise InputError(f"{where}.pattern must be a non-empty list of template names")
             start = _int(entry, "start", where, 0)
-            for r in range(_int(entry, "repeat", where, 1, minimum=1)):
+            repeat = _int(entry, "repeat", where, 1, minimum=1)
+            if repeat * len(pattern) > MAX_LAYERS:
+                raise InputError(f"{where}: {repeat * len(pattern):,} layers is more than "
+                                 f"kvplan plans ({MAX_LAYERS:,})")
+            for r in range(repeat):
                 for j, tname in enumerate(pattern):
                     layer = template(tname, where)
                     suffix = layer.pop("layer_suffix", tname)
@@ -153,6 +158,9 @@ def expand_layers(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             base.update({k: v for k, v in entry.items() if k not in ("template", "layer_suffix")})
             if "repeat" in base:
                 n = _int(base, "repeat", where, minimum=1)
+                if n > MAX_LAYERS:
+                    raise InputError(f"{where}: repeat {n:,} is more layers than kvplan plans "
+                                     f"({MAX_LAYERS:,})")
                 start = _int(base, "start", where, 0)
                 for key in ("repeat", "start"):
                     base.pop(key, None)

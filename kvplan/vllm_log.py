@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -193,10 +194,6 @@ _CAPACITY = re.compile(
 _NO_MEMORY = re.compile(r"No available memory for the cache blocks\.")  # kv_cache_planning.py:107
 _NO_AUTO_FIT = re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory available")  # :1433
 
-_KEY_FIELDS = ("version", "engine_config", "non_default_args", "available_kv_cache_gib", "kv_cache_memory_reserved_gib",
-               "model_loading_gib", "kv_cache_size_tokens", "capacity_error", "attention_block_size",
-               "padding_layers", "cuda_graph_capture_gib", "memory_summaries")
-
 
 def _decode(text: str | bytes) -> str:
     if isinstance(text, bytes | bytearray):
@@ -272,13 +269,20 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def _literal(text: str) -> Any:
+def _literal_eval(text: str) -> Any:
+    """ast.literal_eval, quiet about invalid escape sequences in log text."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
+
+def _literal(text: str, depth: int = 0) -> Any:
     """A Python repr → value (literal_eval), `Name(k=v, ...)` → dict, anything else → the text."""
     text = text.strip()
-    if len(text) > 200_000:
+    if len(text) > 200_000 or depth > 20:
         return text
     try:
-        return ast.literal_eval(text)
+        return _literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     call = re.match(r"^([A-Za-z_]\w*)\((.*)\)$", text, re.S)
@@ -288,7 +292,7 @@ def _literal(text: str) -> Any:
             key, eq, value = part.partition("=")
             if not eq or not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key):
                 return text
-            out[key.strip()] = _literal(value)
+            out[key.strip()] = _literal(value, depth + 1)
         return out
     return text
 
@@ -311,7 +315,7 @@ def _parse_dict_repr(text: str) -> dict[str, Any]:
     """`{'model': 'x', 'compilation_config': {'mode': <CompilationMode.VLLM_COMPILE: 3>}}` → dict;
     values that are not literals (object reprs) are kept as their text."""
     try:
-        value = ast.literal_eval(text)
+        value = _literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         value = None
     if isinstance(value, dict):
@@ -367,7 +371,7 @@ def parse_vllm_log(text: str | bytes) -> VllmLog:
         if _parse_message(proc, msg, f, models):
             matched += 1
 
-    if not any(f.get(k) for k in _KEY_FIELDS):
+    if not matched:
         raise InputError("this does not look like a vLLM startup log",
                          hint="pass the server's full stdout/stderr from `vllm serve ...` (INFO level), "
                               "e.g. `vllm serve MODEL ... 2>&1 | tee vllm.log`")

@@ -26,6 +26,9 @@ _MISSING: Any = object()
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
 
+MAX_LAYERS = 10_000  # a layer count beyond this is a typo (and would build a huge layer list)
+
+
 @dataclass
 class Cfg:
     """A config dict plus where it came from, so errors can name the file and the field."""
@@ -75,6 +78,9 @@ class Cfg:
         value = int(value)
         if minimum is not None and value < minimum:
             raise self.error(f"field '{self.field(key)}' must be >= {minimum}, got {value}")
+        if ("layers" in key or "nextn" in key) and value > MAX_LAYERS:
+            raise self.error(f"field '{self.field(key)}' is {value:,}: no model has more than "
+                             f"{MAX_LAYERS:,} layers")
         return value
 
     def req_int(self, key: str, why: str = "", minimum: int | None = 1) -> int:
