@@ -35,3 +35,8 @@ def test_help_imports_nothing_heavy() -> None:
 
 def test_check_specs_imports_nothing_heavy() -> None:
     assert _heavy(["check", "--specs", str(SEED), "--json"]) == []
+
+
+def test_check_local_config_imports_nothing_heavy() -> None:
+    llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
+    assert _heavy(["check", str(llama), "--gpu", "H100", "--json"]) == []
