@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# make demo: the deployment of vLLM PR #53499, offline, from a bundled layer-spec file.
+# make demo: the deployment of vLLM PR #53499, offline, from the real configs in examples/configs.
 set -uo pipefail
 KVPLAN="${1:-kvplan}"
-SPECS="$(dirname "$0")/pr53499-qwen35-27b-dflash.specs.json"
+HERE="$(cd "$(dirname "$0")" && pwd)"
 export COLUMNS="${COLUMNS:-100}"
-echo "== 1. vLLM 0.33.0 as released: Qwen3.5-27B (nvfp4 KV) + 5-layer bf16 DFlash draft, 262k context, 32 GiB"
-"$KVPLAN" check --specs "$SPECS" --vllm 0.33.0
-echo "   exit code $? (1 = does not fit)"
+ARGS=("$HERE/configs/Qwen--Qwen3.5-27B/config.json"
+      --draft "$HERE/configs/z-lab--Qwen3.8-27B-DFlash2/config.json"
+      --kv-cache-dtype nvfp4 --draft-kv-cache-dtype bfloat16 --num-speculative-tokens 7
+      --max-model-len 262144 --max-num-batched-tokens 16384 --kv-cache-memory 32GiB
+      --gpu A100-80GB --draft-block-size 16 --vllm 0.33.0)
+echo "== 1. As reported in vLLM PR #53499: Qwen3.5-27B (nvfp4 KV) + a 5-layer bf16 DFlash draft on"
+echo "==    its own 16-token sliding-window block, 262k context, 32 GiB of KV memory, vLLM 0.33.0"
+"$KVPLAN" check "${ARGS[@]}" --explain
+echo "   exit code $? (1 = does not fit: vLLM refuses to start)"
 echo
-echo "== 2. The same deployment with the PR #53499 fix (scale block size before padding)"
-"$KVPLAN" check --specs "$SPECS" --vllm 0.33.0 --with-fix
+echo "== 2. The same deployment with the PR #53499 fix (scale the block size before padding)"
+"$KVPLAN" check "${ARGS[@]}" --with-fix
 echo "   exit code $? (0 = fits)"
 echo
-echo "== 3. Released vLLM, max_num_batched_tokens 4096 (the draft's sliding window holds less in flight)"
-"$KVPLAN" check --specs "$SPECS" --vllm 0.33.0 --max-num-batched-tokens 4096 --format markdown
+echo "== 3. What released vLLM 0.34.0 itself picks (64-token default block, draft on the primary block)"
+"$KVPLAN" check "${ARGS[@]:0:${#ARGS[@]}-4}" --gpu A100-80GB --vllm 0.34.0 --format markdown
 echo "   exit code $?"
 exit 0
