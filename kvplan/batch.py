@@ -50,6 +50,25 @@ def _norm(key: str) -> str:
     return ALIASES.get(k, k)
 
 
+SERVE_ONLY_KEYS = {"model_tag", "max_num_seqs", "config", "served_model_name", "tokenizer"}
+
+
+def serve_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """vLLM dest-name options (a serve line, a log's non-default args) → deployment-file keys;
+    the ones kvplan does not model are returned as notes."""
+    known = REQUEST_KEYS | DEPLOYMENT_KEYS
+    out, skipped = {}, []
+    for k, v in options.items():
+        key = _norm(k)
+        if key == "kv_cache_memory_bytes":
+            out["kv_cache_memory"] = v
+        elif key in known:
+            out[key] = v
+        elif key not in SERVE_ONLY_KEYS:
+            skipped.append(k)
+    return out, skipped
+
+
 def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str) -> Request:
     """One `[[deployment]]` table (over `[defaults]`) → Request."""
     merged = {_norm(k): v for k, v in defaults.items()}
@@ -62,7 +81,8 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
         from kvplan.serve_line import parse_serve_command
 
         cmd = parse_serve_command(str(merged.pop("serve")))
-        base = {"model": cmd.model, **{_norm(k): v for k, v in cmd.options.items()}}
+        opts, _ = serve_options(cmd.options)
+        base = {"model": cmd.model, **opts}
         base.update({k: v for k, v in merged.items()})
         merged = base
     if "model" not in merged:

@@ -101,6 +101,10 @@ def check(
     model: Annotated[str | None, typer.Argument(
         help="Hugging Face model: hub id (org/name[@rev]), local folder or config.json")] = None,
     specs: Annotated[Path | None, Opt("--specs", help="plan a layer-spec JSON file instead")] = None,
+    serve: Annotated[str | None, Opt(
+        "--serve", help="plan exactly this `vllm serve ...` command line")] = None,
+    from_log: Annotated[Path | None, Opt(
+        "--from-log", help="explain a vLLM start-up log: plan with its logged KV memory")] = None,
     draft: Annotated[str | None, Opt("--draft", help="draft head (DFlash, EAGLE, EAGLE3)")] = None,
     speculative_config: Annotated[str | None, Opt(
         "--speculative-config", help="vLLM's JSON: {method, model, num_speculative_tokens, ...}")
@@ -173,9 +177,15 @@ def check(
         _check_specs(specs, model, vllm, with_fix, avail, mml, auto, max_num_batched_tokens,
                      fmt, as_json, explain)
         return
+    if serve is not None or from_log is not None:
+        _check_serve_or_log(serve, from_log, gpu=gpu, vllm=vllm, with_fix=with_fix,
+                            kv_cache_memory=avail if kv_cache_memory is not None else None,
+                            available_kv_gib=available_kv_gib, explain=explain, fmt=fmt,
+                            as_json=as_json, draft_block_size=draft_block_size)
+        return
     if model is None:
-        raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json) "
-                         "or --specs FILE.json")
+        raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
+                         "--specs FILE.json, --serve \"vllm serve ...\" or --from-log FILE")
     spec_cfg = _speculative_config(speculative_config)
     from kvplan.build import Deployment
     from kvplan.deploy import Request, evaluate
@@ -364,6 +374,76 @@ def _read_deployments(path: Path) -> Any:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | None,
+                        vllm: str | None, with_fix: bool, kv_cache_memory: int | None,
+                        available_kv_gib: float | None, explain: bool, fmt: str, as_json: bool,
+                        draft_block_size: int | None) -> None:
+    from dataclasses import replace
+
+    from kvplan.batch import request_from_entry, serve_options
+    from kvplan.deploy import evaluate, log_notes
+
+    notes: list[str] = []
+    entry: dict[str, Any] = {}
+    log = None
+    if serve is not None:
+        from kvplan.serve_line import parse_serve_command
+
+        cmd = parse_serve_command(serve)
+        entry, skipped = serve_options(cmd.options)
+        entry["model"] = cmd.model
+        notes += [f"serve line: {n}" for n in cmd.notes]
+        if cmd.unknown:
+            notes.append(f"serve line: flags vLLM does not have, ignored: {', '.join(cmd.unknown)}")
+        if skipped:
+            notes.append(f"serve line: not modelled by kvplan: {', '.join(skipped)}")
+        if cmd.env.get("VLLM_PP_LAYER_PARTITION"):
+            entry["pp_layer_partition"] = cmd.env["VLLM_PP_LAYER_PARTITION"]
+    if from_log is not None:
+        from kvplan.vllm_log import parse_vllm_log
+
+        if not from_log.is_file():
+            raise InputError(f"log file {from_log} does not exist")
+        log = parse_vllm_log(from_log.read_bytes())
+        if not entry:
+            entry, skipped = serve_options(dict(log.non_default_args))
+            entry["model"] = log.model or log.non_default_args.get("model")
+            if not entry["model"]:
+                raise InputError(f"{from_log}: the log names no model",
+                                 hint="give the serve line too: --serve \"vllm serve MODEL ...\"")
+        if log.limiting_available_kv_cache_gib is not None and kv_cache_memory is None \
+                and available_kv_gib is None:
+            entry.pop("kv_cache_memory", None)
+            available_kv_gib = log.limiting_available_kv_cache_gib
+        if vllm is None and log.version:
+            from kvplan.engine.profiles import PROFILES
+
+            v = ".".join(log.version.split(".")[:2]) + ".0"
+            if v in PROFILES:
+                vllm = v
+            else:
+                notes.append(f"the log is from vLLM {log.version}; planned with the newest "
+                             "profile kvplan has (pass --vllm to choose)")
+    for key, value in (("gpu", gpu), ("vllm", vllm), ("with_fix", with_fix or None),
+                       ("draft_block_size", draft_block_size)):
+        if value is not None:
+            entry[key] = value
+    if kv_cache_memory is not None:
+        entry["kv_cache_memory"] = kv_cache_memory
+    if available_kv_gib is not None:
+        entry["available_kv_gib"] = available_kv_gib
+    entry.pop("gpu_memory_utilization", None) if (
+        "kv_cache_memory" in entry or "available_kv_gib" in entry) else None
+    req = replace(request_from_entry(entry, {}, "the serve line" if serve else str(from_log)),
+                  explain=explain)
+    ev = evaluate(req)
+    plan = ev.plan
+    extra = notes + (log_notes(log, ev) if log is not None else [])
+    if extra:
+        plan = plan.model_copy(update={"notes": [*plan.notes, *extra]})
+    raise typer.Exit(_emit(plan, fmt, as_json))
 
 
 def _speculative_config(text: str | None) -> dict[str, Any]:

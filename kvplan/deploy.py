@@ -314,3 +314,35 @@ def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
                              block_size_tokens=spec.block_size, page_bytes_per_token=per_tok))
     notes = (*res.notes, *([note] if note else []), *built.warnings)
     return rows, tuple(dict.fromkeys(notes))
+
+
+def log_notes(log: Any, ev: Evaluation) -> list[str]:
+    """Where the memory went according to a vLLM log, next to what kvplan computes."""
+    from kvplan.units import format_gib
+
+    notes = []
+    if log.model_loading_gib:
+        notes.append(f"log: model loading took {max(log.model_loading_gib):.2f} GiB per GPU")
+    for m in log.memory_summaries[:1]:
+        notes.append(f"log: {m.total_gib:.2f} GiB total × {m.gpu_memory_utilization} = "
+                     f"{m.requested_gib:.2f} GiB requested; {m.consumed_gib:.2f} GiB consumed, "
+                     f"activation peak {m.peak_activation_gib:.2f} GiB, CUDA graphs "
+                     f"{m.cudagraph_gib:.2f} GiB")
+    if log.available_kv_cache_gib:
+        notes.append("log: Available KV cache memory "
+                     + " / ".join(f"{g} GiB" for g in log.available_kv_cache_gib)
+                     + " (the budget planned here)")
+    err = log.capacity_error
+    p = ev.plan
+    if err is not None and err.needed_gib is not None:
+        ours = max(p.total_gib_needed, default="?")
+        same = "matches" if str(err.needed_gib) == ours else "differs from"
+        notes.append(f"log: vLLM needed {err.needed_gib} GiB vs {err.available_gib} GiB; kvplan's "
+                     f"{ours} GiB {same} it")
+    if log.kv_cache_size_tokens and p.kv_cache_size_tokens is not None:
+        notes.append(f"log: GPU KV cache size {log.kv_cache_size_tokens[0]:,} tokens; kvplan "
+                     f"computes {p.kv_cache_size_tokens:,}")
+    if ev.budget is not None and log.available_kv_cache_gib:
+        notes.append(f"kvplan budget {format_gib(ev.budget.available_kv_bytes_per_gpu)} GiB "
+                     "from the log line")
+    return notes

@@ -80,6 +80,7 @@ class Plan(FrozenModel):
     grouping_path: str | None
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="facts from a vLLM log or serve line")
     explanation: Explanation | None = None
     budget: KvBudget | None = None
     data_parallel_size: int = 1

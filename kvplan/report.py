@@ -87,6 +87,8 @@ def _render_main(plan: Plan, console: Console) -> None:
                       "available for the KV cache (estimate)[/]")
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
+    for n in plan.notes:
+        console.print(f"[cyan]note:[/] {escape(n)}")
     if plan.verdict is Verdict.CANNOT_GROUP:
         console.print(Text("CANNOT GROUP", style="bold red"),
                       f"vLLM fails while grouping the layers: {escape(plan.error_type or '')}: "

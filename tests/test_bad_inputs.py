@@ -146,6 +146,19 @@ CASES = [
     ("ci-entry-fails", {"d.toml": f'[[deployment]]\nname = "n"\nmodel = "{LLAMA}"\n'
                                   'kv-cache-dtype = "fp6"\nkv-cache-memory = "1GiB"\n'},
      ["ci", "{tmp}/d.toml"], "deployment 'n'"),
+    # --- vllm serve lines and vLLM logs --------------------------------------------------------
+    ("serve-no-model", {}, ["check", "--serve", "vllm serve --max-model-len 4096", *BUDGET], "model"),
+    ("serve-not-vllm", {}, ["check", "--serve", "python train.py", *BUDGET], "vllm"),
+    ("serve-unbalanced-quotes", {}, ["check", "--serve", "vllm serve m --speculative-config '{",
+                                     *BUDGET], "quot"),
+    ("serve-missing-value", {}, ["check", "--serve", f"vllm serve {LLAMA} --max-model-len", *BUDGET],
+     "--max-model-len"),
+    ("serve-bad-int", {}, ["check", "--serve", f"vllm serve {LLAMA} -tp two", *BUDGET], "two"),
+    ("serve-bad-json", {}, ["check", "--serve", f"vllm serve {LLAMA} --speculative-config '{{x'",
+                            *BUDGET], "speculative"),
+    ("log-not-a-log", {"s.log": "hello\nworld\n"}, ["check", "--from-log", "{tmp}/s.log"], "vLLM"),
+    ("log-binary", {"s.log": b"\x00\xff\xfe" * 100}, ["check", "--from-log", "{tmp}/s.log"], "log"),
+    ("log-missing", {}, ["check", "--from-log", "{tmp}/none.log"], "does not exist"),
     # --- the hub ----------------------------------------------------------------------------------
     ("hub-offline-miss", {}, ["check", "Qwen/Qwen3.5-27B", *BUDGET], "not in the Hugging Face cache"),
     ("hub-offline-miss-revision", {}, ["check", "Qwen/Qwen3.5-27B@abc123", *BUDGET], "config.json"),
