@@ -8,7 +8,7 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict
 
 from kvplan.build import Deployment, build
-from kvplan.engine.planner import EngineResult, PlannerInput, plan
+from kvplan.engine.planner import EngineResult, GroupDemand, PlannerInput, plan
 from kvplan.errors import KvplanError
 from kvplan.model import ModelDescription
 from kvplan.specs import AttentionSpec, MambaSpec, SlidingWindowSpec, UniformTypeKVCacheSpecs
@@ -55,20 +55,20 @@ def causes(result: EngineResult, draft_layers: frozenset[str] = frozenset()) -> 
     """Groups ranked by the share of a request's blocks they take, each with its numbers."""
     total = result.total_blocks_per_request or 1
     pool = result.pool_bytes_per_block[0] if result.pool_bytes_per_block else 0
-    merged: dict[tuple[object, ...], list] = {}  # type: ignore[type-arg]
+    merged: dict[tuple[str, int, int, int, bool], list[GroupDemand]] = {}
     for d in result.groups:
         spec = d.group.spec
-        draft = any(n in draft_layers for n in d.group.layer_names) or spec.is_draft
+        in_draft = any(n in draft_layers for n in d.group.layer_names) or spec.is_draft
         key = (type(spec).__name__, spec.block_size, spec.page_size_bytes, d.blocks_per_request,
-               draft)
+               in_draft)
         merged.setdefault(key, []).append(d)
     out = []
-    for (_, block, page, blocks, draft), ds in merged.items():
+    for (_, block, page, blocks, is_draft), ds in merged.items():
         spec = ds[0].group.spec
         layers = sum(len(d.group.layer_names) for d in ds)
         natural = getattr(spec, "unpadded_page_size_bytes", page)
         pad = (page - natural) / page * 100 if page else 0
-        who = ("draft" if draft else "target") + f" {_kind_words(spec)}"
+        who = ("draft" if is_draft else "target") + f" {_kind_words(spec)}"
         groups = f"{len(ds)} group{'s' if len(ds) > 1 else ''}"
         take = blocks * len(ds)
         text = (f"{who}: {layers} layers in {groups}, {block:,}-token blocks in a "
@@ -115,8 +115,10 @@ def what_ifs_for_input(inp: PlannerInput, base: EngineResult) -> list[WhatIf]:
                             lambda: plan(replace(inp, max_model_len=est))))
     for mnbt in (inp.max_num_batched_tokens // 2, inp.max_num_batched_tokens // 4):
         if mnbt >= 256:
-            out.append(_summary(f"--max-num-batched-tokens {mnbt}",
-                                lambda m=mnbt: plan(replace(inp, max_num_batched_tokens=m))))
+            def smaller(m: int = mnbt) -> EngineResult:
+                return plan(replace(inp, max_num_batched_tokens=m))
+
+            out.append(_summary(f"--max-num-batched-tokens {mnbt}", smaller))
     return out
 
 
@@ -133,7 +135,10 @@ def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescrip
     current = built.kv_cache_dtype if built.kv_cache_dtype != "auto" else built.model_dtype
     for kv in ("fp8", "nvfp4", "bfloat16"):
         if kv != current:
-            ifs.append(_summary(f"--kv-cache-dtype {kv}", lambda kv=kv: run(kv_cache_dtype=kv)))
+            def other_dtype(dtype: str = kv) -> EngineResult:
+                return run(kv_cache_dtype=dtype)
+
+            ifs.append(_summary(f"--kv-cache-dtype {kv}", other_dtype))
     if built.draft_kv_cache_dtype and built.draft_kv_cache_dtype != built.kv_cache_dtype:
         ifs.append(_summary(f"--draft-kv-cache-dtype {built.kv_cache_dtype} (same as the target)",
                             lambda: run(draft_kv_cache_dtype=built.kv_cache_dtype)))

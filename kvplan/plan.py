@@ -35,7 +35,8 @@ class GroupRow(FrozenModel):
     spec_type: str
     num_layers: int
     layers: str = Field(description="compact layer-name range, e.g. model.layers.{3..63/4}")
-    is_draft: bool
+    is_draft: bool = Field(description="every layer of the group belongs to the draft")
+    draft_layers: int = Field(default=0, description="how many of its layers belong to the draft")
     block_size_tokens: int
     page_size_bytes: int = Field(description="bytes of one block of one layer, after padding")
     natural_page_size_bytes: int = Field(description="the page before padding")
@@ -134,12 +135,16 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
     for d in result.groups:
         spec = d.group.spec
         page, natural = spec.page_size_bytes, _natural_page(spec)
-        draft_layer = (any(s.is_draft for _, s in spec.kv_cache_specs)
-                       if isinstance(spec, UniformTypeKVCacheSpecs) else spec.is_draft)
+        names = d.group.layer_names
+        if isinstance(spec, UniformTypeKVCacheSpecs):
+            n_draft = sum(1 for n, s in spec.kv_cache_specs if s.is_draft or n in draft_layers)
+        else:
+            n_draft = sum(1 for n in names if n in draft_layers) or (len(names) if spec.is_draft
+                                                                     else 0)
         rows.append(GroupRow(
             group_id=d.group_id, kind=spec_kind(spec).value, spec_type=spec.spec_type,
             num_layers=len(d.group.layer_names), layers=compact_layer_range(d.group.layer_names),
-            is_draft=draft_layer or bool(draft_layers & set(d.group.layer_names)),
+            is_draft=bool(names) and n_draft == len(names), draft_layers=n_draft,
             block_size_tokens=spec.block_size, page_size_bytes=page,
             natural_page_size_bytes=natural,
             padding_pct=round((page - natural) / page * 100, 2) if page else 0.0,

@@ -49,11 +49,12 @@ def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
     """Consecutive groups with the same numbers become one row ("0-9", ×10)."""
     rows: list[tuple[str, GroupRow, int]] = []
     for g in plan.groups:
-        key = (g.kind, g.is_draft, g.block_size_tokens, g.page_size_bytes, g.blocks_per_request)
+        key = (g.kind, g.is_draft, g.draft_layers, g.block_size_tokens, g.page_size_bytes,
+               g.blocks_per_request)
         if rows:
             ids, first, count = rows[-1]
-            if (first.kind, first.is_draft, first.block_size_tokens, first.page_size_bytes,
-                    first.blocks_per_request) == key:
+            if (first.kind, first.is_draft, first.draft_layers, first.block_size_tokens,
+                    first.page_size_bytes, first.blocks_per_request) == key:
                 rows[-1] = (f"{first.group_id}-{g.group_id}", first, count + 1)
                 continue
         rows.append((str(g.group_id), g, 1))
@@ -110,7 +111,8 @@ def _render_main(plan: Plan, console: Console) -> None:
     for ids, g, count in _collapse(plan):
         page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
                 else f"{_kib(g.natural_page_size_bytes)}→{_kib(g.page_size_bytes)}")
-        kind = SHORT_KIND.get(g.kind, g.kind) + ("·draft" if g.is_draft else "")
+        kind = SHORT_KIND.get(g.kind, g.kind) + (
+            "·draft" if g.is_draft else f"+{g.draft_layers}d" if g.draft_layers else "")
         pad_style = "red" if g.padding_pct >= 50 else ""
         per_group = f" ×{count}" if count > 1 else ""
         legend.append(f"{ids}: {escape(g.layers)}")

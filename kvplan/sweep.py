@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
@@ -76,8 +77,8 @@ def parse_lengths(text: str) -> list[int]:
     return sorted({one(x) for x in text.split(",") if x.strip()})
 
 
-def run_sweep(base: Request, *, gpus: list[str | None], kv_dtypes: list[str],
-              lengths: list[int]) -> Sweep:
+def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[str],
+              lengths: Sequence[int]) -> Sweep:
     """Every GPU × KV dtype, with the grouping reused across lengths (exact per length)."""
     res = resolve(replace(base, gpu=gpus[0] if gpus else None))
     rows, count = [], 0

@@ -91,3 +91,45 @@ def test_hub_ids_through_a_real_offline_cache(tmp_path) -> None:
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.startswith("Error: ") and "config.json" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def _json(args: list[str]) -> tuple[int, dict]:
+    res = CliRunner().invoke(app, ["check", *args, "--json"])
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_llama_with_an_eagle3_head_is_one_uniform_group() -> None:
+    # Llama-3.1-8B (32 layers) + SafeAILab EAGLE3 (1 layer), both 8 KV heads × 128, fp8:
+    # 8·(128+128)·1 B = 2048 B/token/layer; 0.34 block 64 → 128 KiB pages; 33 layers in one group
+    code, out = _json([str(CONFIGS / "meta-llama--Llama-3.1-8B"), "--draft",
+                       str(CONFIGS / "SafeAILab--EAGLE3-LLaMA3.1-8B-draft-training-config"),
+                       "--num-speculative-tokens", "3", "--kv-cache-dtype", "fp8",
+                       "--kv-cache-memory", "12GiB", "--max-model-len", "131072"])
+    assert code == 0
+    (group,) = out["groups"]
+    assert group["num_layers"] == 33 and group["draft_layers"] == 1
+    assert out["pool_bytes_per_block"] == [33 * 64 * 2048]
+    assert group["blocks_per_request"] == 131072 // 64
+    assert out["total_bytes_needed"] == [2048 * 33 * 64 * 2048]
+
+
+def test_deepseek_v3_mtp_layer_joins_the_mla_group() -> None:
+    # 61 MLA layers + 1 MTP layer: latent 512 + rope 64 = 576 × 2 B = 1152 B/token, block 64
+    code, out = _json([str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--speculative-method", "mtp",
+                       "--num-speculative-tokens", "1", "--kv-cache-memory", "20GiB",
+                       "--max-model-len", "163840", "-tp", "8"])
+    assert code == 0
+    (group,) = out["groups"]
+    assert group["kind"] == "mla_attention" and group["num_layers"] == 62
+    assert group["page_size_bytes"] == 64 * 1152
+    assert out["total_bytes_needed"] == [62 * 64 * 1152 * (163840 // 64)]
+
+
+def test_pipeline_parallel_halves_the_pool_stride() -> None:
+    # Llama-3.1-8B at PP 2: layers 0-15 and 16-31 (get_pp_indices), 16 · 64 · 4096 B per block
+    code, out = _json([str(CONFIGS / "meta-llama--Llama-3.1-8B"), "-pp", "2",
+                       "--kv-cache-memory", "10GiB", "--max-model-len", "131072"])
+    assert code == 0
+    assert out["pool_bytes_per_block"] == [16 * 64 * 4096] * 2
+    assert out["num_blocks"] == 10 * 2**30 // (16 * 64 * 4096)
+    assert out["max_in_flight_tokens"] == 3 * out["max_num_batched_tokens"]  # async: pp + 1
