@@ -6,6 +6,7 @@ The CLI parses and renders; every number comes from the engine.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -216,6 +217,15 @@ def check(
                   available_kv_gib=available_kv_gib, data_parallel_size=data_parallel_size,
                   enforce_eager=enforce_eager, explain=explain)
     raise typer.Exit(_emit(evaluate(req).plan, fmt, as_json))
+
+
+@app.command("explain", help="Same as `kvplan check --explain`: why it does (not) fit, ranked, "
+                             "and what-ifs each recomputed by the engine.")
+@functools.wraps(check)
+def explain_command(*args: Any, **kwargs: Any) -> None:
+    """Same as `kvplan check --explain`: why it does not fit, and engine-computed what-ifs."""
+    kwargs["explain"] = True
+    check(*args, **kwargs)
 
 
 @app.command()

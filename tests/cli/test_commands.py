@@ -70,3 +70,13 @@ def test_unknown_gpu_and_missing_budget_are_input_errors() -> None:
     assert res.exit_code == 2 and res.stdout == "" and "Error:" in res.stderr
     res = runner.invoke(app, ["check", str(CONFIGS / "meta-llama--Llama-3.1-8B")])
     assert res.exit_code == 2 and "no KV cache budget" in res.stderr
+
+
+def test_explain_command_is_check_with_explain() -> None:
+    seed = str(Path(__file__).resolve().parent.parent / "data" / "golden" / "cases"
+               / "seed_dflash_qwen35_27b.json")
+    a = runner.invoke(app, ["explain", "--specs", seed, "--json"])
+    b = runner.invoke(app, ["check", "--specs", seed, "--explain", "--json"])
+    assert a.exit_code == b.exit_code == 1
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    assert json.loads(a.stdout)["explanation"]["what_ifs"][0]["change"].startswith("apply the PR")
