@@ -229,7 +229,7 @@ def _attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment, 
                        causal: bool, override: str | None) -> Backend:
     is_mla = layer.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
     return select_backend(kv_cache_dtype=kv_dtype, is_mla=is_mla, sm=dep.sm, causal=causal,
-                          override=override)
+                          override=override, head_size=layer.head_size)
 
 
 def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, tp: int,

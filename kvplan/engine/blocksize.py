@@ -26,12 +26,14 @@ def supports_block_size(sizes: KernelSizes, block_size: int) -> bool:
 
 
 def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal: bool = True,
-                   override: str | None = None) -> Backend:
-    """vLLM: CudaPlatform backend priority — the first backend that supports the layer wins.
+                   override: str | None = None, head_size: int | None = None) -> Backend:
+    """vLLM: platforms/cuda.py _get_backend_priorities — the first backend that can run the layer.
 
-    nvfp4 KV exists only in FlashInfer; per-token-head KV only in Triton; SM10x prefers
-    FlashInfer for causal layers (non-causal ones such as DFlash keep FlashAttention).
-    MLA: FlashMLA (64-token kernel blocks) on SM90, CUTLASS MLA (128) on SM10x, Triton MLA else.
+    Attention: SM10x causal layers start with FlashInfer, everything else (DFlash's non-causal
+    layers included) with FlashAttention. nvfp4 KV exists only in FlashInfer, per-token-head KV
+    only in Triton; FlashAttention-2 (before sm89) has no fp8 KV, so FlashInfer takes it; head
+    sizes above 256 fall to Triton. MLA: FlashInfer MLA on SM10x, FlashAttention MLA on SM90,
+    Triton MLA elsewhere; fp8_ds_mla / nvfp4_ds_mla use the sparse FlashMLA kernels.
     """
     if override:
         try:
@@ -46,15 +48,19 @@ def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal:
         if mode.is_per_token_head:
             return Backend.TRITON_MLA
         if sm is not None and 100 <= sm < 110:
-            return Backend.CUTLASS_MLA
+            return Backend.FLASHINFER_MLA
         if sm == 90:
-            return Backend.FLASHMLA
+            return Backend.FLASH_ATTN_MLA
         return Backend.TRITON_MLA
     if mode.is_nvfp4:
-        return Backend.FLASHINFER  # the only backend with nvfp4 KV (hardware gate: build.py)
+        return Backend.FLASHINFER  # the only backend with nvfp4 KV (hardware gate: deploy.py)
     if mode.is_per_token_head:
         return Backend.TRITON_ATTN
+    if head_size is not None and head_size > 256:
+        return Backend.TRITON_ATTN
     if sm is not None and 100 <= sm < 110 and causal:
+        return Backend.FLASHINFER
+    if mode is KVQuantMode.FP8_PER_TENSOR and sm is not None and sm < 89:
         return Backend.FLASHINFER
     return Backend.FLASH_ATTN
 

@@ -85,6 +85,12 @@ def test_backend_choice() -> None:
     assert select_backend(kv_cache_dtype="fp8_per_token_head", is_mla=False,
                           sm=90) is Backend.TRITON_ATTN
     assert select_backend(kv_cache_dtype="fp8_ds_mla", is_mla=True, sm=90) is Backend.FLASHMLA_SPARSE
+    assert select_backend(kv_cache_dtype="auto", is_mla=True, sm=100) is Backend.FLASHINFER_MLA
+    assert select_backend(kv_cache_dtype="auto", is_mla=True, sm=90) is Backend.FLASH_ATTN_MLA
+    assert select_backend(kv_cache_dtype="fp8", is_mla=False, sm=80) is Backend.FLASHINFER
+    assert select_backend(kv_cache_dtype="fp8", is_mla=False, sm=90) is Backend.FLASH_ATTN
+    assert select_backend(kv_cache_dtype="auto", is_mla=False, sm=90,
+                          head_size=512) is Backend.TRITON_ATTN
     assert select_backend(kv_cache_dtype="auto", is_mla=False, sm=90,
                           override="flashinfer") is Backend.FLASHINFER
     # nvfp4 KV lives only in FlashInfer, whatever the GPU (the hardware gate is a build warning)
