@@ -245,6 +245,8 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any) -> list[Any]:
                    replace(req, explain=False,
                            deployment=replace(req.deployment, tensor_parallel_size=tp2))))
     util = req.gpu_memory_utilization
+    if util is None:  # the release default the estimate used
+        util = evaluate(replace(req, explain=False), res).budget.gpu_memory_utilization
     if util is not None and util < 0.98:
         new = round(min(0.98, util + 0.05), 2)
         out.append(one(f"--gpu-memory-utilization {new}",
