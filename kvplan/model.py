@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 
 class Frozen(BaseModel):
@@ -44,40 +44,40 @@ class LayerKind(StrEnum):
 
 class Mamba1Dims(Frozen):
     """transformers MambaConfig/JambaConfig fields: conv (K-1, I), ssm (I, N)."""
-    intermediate_size: int
-    state_size: int
-    conv_kernel: int
+    intermediate_size: PositiveInt
+    state_size: PositiveInt
+    conv_kernel: PositiveInt
 
 
 class Mamba2Dims(Frozen):
     """Mamba2Config / NemotronH / FalconH1 / GraniteMoeHybrid fields."""
     intermediate_size: int  # = num_heads * head_dim
-    state_size: int
-    conv_kernel: int
-    n_groups: int
-    num_heads: int
-    head_dim: int
+    state_size: PositiveInt
+    conv_kernel: PositiveInt
+    n_groups: PositiveInt
+    num_heads: PositiveInt
+    head_dim: PositiveInt
 
 
 class GdnDims(Frozen):
     """Qwen3-Next / Qwen3.5 gated delta net: linear_* fields."""
-    num_k_heads: int
-    num_v_heads: int
-    head_k_dim: int
-    head_v_dim: int
-    conv_kernel: int
+    num_k_heads: PositiveInt
+    num_v_heads: PositiveInt
+    head_k_dim: PositiveInt
+    head_v_dim: PositiveInt
+    conv_kernel: PositiveInt
 
 
 class ShortConvDims(Frozen):
     """LFM2 short conv: conv (L_cache - 1, hidden_size)."""
-    conv_dim: int
-    l_cache: int
+    conv_dim: PositiveInt
+    l_cache: PositiveInt
 
 
 class LinearAttentionDims(Frozen):
     """MiniMax lightning / linear attention: state (heads, head_dim, head_dim)."""
-    num_heads: int
-    head_dim: int
+    num_heads: PositiveInt
+    head_dim: PositiveInt
 
 
 class LayerDescription(Frozen):
@@ -85,14 +85,14 @@ class LayerDescription(Frozen):
     index: int
     name: str  # the attention/mixer module name vLLM registers, e.g. model.layers.3.self_attn.attn
     kind: LayerKind
-    num_kv_heads: int | None = None  # total, before TP
-    head_size: int | None = None
-    head_size_v: int | None = None  # None → head_size
-    sliding_window: int | None = None
-    attention_chunk_size: int | None = None
-    sink_len: int | None = None
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
+    num_kv_heads: PositiveInt | None = None  # total, before TP
+    head_size: PositiveInt | None = None
+    head_size_v: NonNegativeInt | None = None  # None → head_size
+    sliding_window: PositiveInt | None = None
+    attention_chunk_size: PositiveInt | None = None
+    sink_len: NonNegativeInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_rope_head_dim: NonNegativeInt | None = None
     index_head_dim: int | None = None  # DeepSeek V3.2 sparse indexer: its own K cache per layer
     mamba1: Mamba1Dims | None = None
     mamba2: Mamba2Dims | None = None

@@ -312,6 +312,11 @@ def plan(inp: PlannerInput) -> EngineResult:
     groups = list(grouping.groups)
     projected = [project_groups(groups, w) for w in worker_specs]
     pools = [pool_bytes_per_block(p, profile) for p in projected]
+    if groups and 0 in pools:
+        stage = pools.index(0)
+        raise InputError(f"pipeline stage {stage} holds no KV cache bytes (a zero-size page, or no "
+                         "layers on that stage)",
+                         hint="check the head sizes and KV heads, or use fewer pipeline stages")
     available = list(inp.available_kv_bytes)
     log: list[str] = []
     if inp.num_gpu_blocks_override is not None:
