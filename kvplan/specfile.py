@@ -280,24 +280,22 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
 
 
 def _maybe_customize(spec: AttentionSpec, layer: Mapping[str, Any], where: str) -> AttentionSpec:
-    """Backend packing as the worker's customize_attention_spec applies it (`backend` field)."""
+    """Backend packing as the worker's customize_attention_spec applies it (`backend` field).
+
+    As the golden-case schema defines it: `auto` packs nvfp4 (FlashInfer) and per-token-head MLA
+    (MLA backends); `flashinfer` and `mla` force those packings; `none` or any other backend name
+    leaves the page unpacked (state_content_bytes can still describe any packing by hand).
+    """
     backend = layer.get("backend", "auto")
     is_mla = isinstance(spec, MLAAttentionSpec | SlidingWindowMLASpec)
     try:
-        if backend in (None, "none"):
-            return spec
         if backend == "flashinfer" or (backend == "auto" and spec.kv_quant_mode.is_nvfp4):
             return spec if is_mla else customize_spec(Backend.FLASHINFER, spec)
         if backend == "mla" or (backend == "auto" and spec.kv_quant_mode.is_per_token_head
                                 and is_mla):
             return customize_spec(Backend.TRITON_MLA, spec)
-        if backend == "triton":
-            return customize_spec(Backend.TRITON_ATTN, spec)
     except ValueError as exc:
         raise InputError(f"{where}: {exc}") from None
-    if backend not in ("auto", "flashinfer", "mla", "triton"):
-        raise InputError(f"{where}: unknown backend {backend!r}",
-                         hint="use auto, none, flashinfer, triton or mla")
     return spec
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 BUNDLED = Path(__file__).parent / "data" / "golden"
+# More cases, produced by the kvplan developers with shared/oracle (vLLM's own planner code)
+ORACLE_EXTRA = Path(__file__).parent / "data" / "golden-oracle"
 VERSIONS = ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
 # The contract of shared/golden/README.md; other output fields are informational.
 CONTRACT_KEYS = ("pool_bytes_per_block", "total_blocks_per_request", "total_bytes_needed",
@@ -20,7 +22,7 @@ GROUP_KEYS = ("layer_names", "spec_type", "kind", "block_size", "page_size_bytes
 
 
 def golden_dirs() -> list[Path]:
-    dirs = [BUNDLED]
+    dirs = [BUNDLED, ORACLE_EXTRA]
     extra = os.environ.get("KVPLAN_GOLDEN_DIR")
     if extra:
         dirs += [Path(p) for p in extra.split(os.pathsep) if p]

@@ -15,6 +15,7 @@ from kvplan.engine.profiles import ErrorText, PoolStrideRule, VllmProfile, get_p
 from kvplan.errors import InputError
 from kvplan.specs import (
     DemandSettings,
+    MultipleOf,
     KVCacheSpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
@@ -371,7 +372,8 @@ def plan(inp: PlannerInput) -> EngineResult:
         mem = available if error is None else list(inp.available_kv_bytes)
         num_blocks = min(m // pool if p else 1 for m, pool, p in zip(mem, pools, projected,
                                                                        strict=True))
-        if error is None and inp.num_gpu_blocks_override is not None:
+        if inp.num_gpu_blocks_override is not None:
+            # vLLM: may_override_num_blocks in get_kv_cache_config_from_groups
             num_blocks = inp.num_gpu_blocks_override
     else:
         num_blocks = 1
@@ -424,6 +426,11 @@ def _validate(inp: PlannerInput, profile: VllmProfile) -> None:
         raise InputError("one available-memory figure is needed per pipeline stage")
     if inp.num_gpu_blocks_override is not None and inp.num_gpu_blocks_override < 1:
         raise InputError("num_gpu_blocks_override must be ≥ 1")
+    if not profile.multiple_of_stride_alignment and any(
+            isinstance(s.block_stride_alignment, MultipleOf)
+            for w in inp.worker_specs for s in w.values()):
+        raise InputError(f"block_stride_alignment {{'multiple_of': n}} needs vLLM 0.32.0 or later "
+                         f"(vLLM {profile.version} takes an int only)")
 
 
 @dataclass(frozen=True)

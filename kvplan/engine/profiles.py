@@ -52,6 +52,8 @@ class VllmProfile(BaseModel):
     has_is_draft: bool
     planner_module: str
     fp8_ds_mla_row_bytes: int = 656
+    # KVCacheSpec.block_stride_alignment may be MultipleOf(n) (0.32+; 0.31 takes an int only)
+    multiple_of_stride_alignment: bool = True
 
 
 PROFILES: dict[str, VllmProfile] = {
@@ -63,7 +65,8 @@ PROFILES: dict[str, VllmProfile] = {
                     hybrid_align_backend_lcm=False, hybrid_align_checkpoint=False,
                     mamba2_checkpoint_block=False, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=False,
-                    planner_module="vllm.v1.core.kv_cache_utils"),
+                    planner_module="vllm.v1.core.kv_cache_utils",
+                    multiple_of_stride_alignment=False),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

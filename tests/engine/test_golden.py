@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kvplan.engine.planner import plan
+from kvplan.errors import KvplanError
 from kvplan.engine.serialize import contract_dict
 from kvplan.specfile import load_spec_file
 from tests.golden import contract, golden_runs, load
@@ -21,6 +22,11 @@ def test_bundled_golden_set_is_complete() -> None:
 @pytest.mark.parametrize(("case", "version", "patched", "expected"), RUNS,
                          ids=[f"{c.stem}-{v}{'-fix' if p else ''}" for c, v, p, _ in RUNS])
 def test_golden_case(case, version, patched, expected) -> None:
+    exp = load(expected)
+    if "oracle_error" in exp:  # vLLM (or the oracle for this release) refuses the input
+        with pytest.raises(KvplanError):
+            plan(load_spec_file(load(case), vllm_version=version, with_fix=patched).planner_input)
+        return
     spec_file = load_spec_file(load(case), vllm_version=version, with_fix=patched)
     got = contract(contract_dict(plan(spec_file.planner_input)))
-    assert got == contract(load(expected))
+    assert got == contract(exp)
