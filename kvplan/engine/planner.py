@@ -15,8 +15,8 @@ from kvplan.engine.profiles import ErrorText, PoolStrideRule, VllmProfile, get_p
 from kvplan.errors import InputError
 from kvplan.specs import (
     DemandSettings,
-    MultipleOf,
     KVCacheSpec,
+    MultipleOf,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )

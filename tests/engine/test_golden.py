@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kvplan.engine.planner import plan
-from kvplan.errors import KvplanError
 from kvplan.engine.serialize import contract_dict
+from kvplan.errors import KvplanError
 from kvplan.specfile import load_spec_file
 from tests.golden import contract, golden_runs, load
 
