@@ -71,8 +71,6 @@ GDN_KEYS = frozenset("""
     num_k_heads num_v_heads head_k_dim head_v_dim conv_kernel_size tp_size num_spec
     mamba_cache_dtype mamba_ssm_cache_dtype
 """.split())
-# Only the default layer-outermost layouts are modelled (packed grouping is not).
-LAYER_OUTERMOST_LAYOUTS = ("LBNHC", "LBHNC", "LHBNC")
 MAX_LAYERS = 100_000
 
 
@@ -414,10 +412,11 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
                 isinstance(a, int) and not isinstance(a, bool) for a in avail_list):
             raise InputError("available_kv_memory_bytes must be an integer or one per stage")
 
-    layout = str(case.get("kv_cache_layout") or "LBNHC")
-    if layout not in LAYER_OUTERMOST_LAYOUTS:
-        raise InputError(f"KV cache layout {layout!r} is block-outermost: vLLM's packed grouping "
-                         "is not modelled by kvplan", hint="use a layer-outermost layout (LBNHC)")
+    layout = case.get("kv_cache_layout") or None
+    supported = case.get("supported_kv_cache_layouts")
+    if supported is not None and (not isinstance(supported, list)
+                                  or not all(isinstance(x, str) for x in supported)):
+        raise InputError("supported_kv_cache_layouts must be a list of layout names")
     pp = _int(case, "pipeline_parallel_size", "the case", len(worker_specs), 1)
     inp = PlannerInput(
         worker_specs=worker_specs,
@@ -442,6 +441,8 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
         gpu_memory_utilization=case.get("gpu_memory_utilization"),
         vllm_version=vllm_version,
         with_fix=with_fix,
+        kv_cache_layout=str(layout) if layout else None,
+        supported_kv_cache_layouts=tuple(supported) if supported else None,
     )
     for name, spec in specs.items():
         for attr in ("sliding_window", "attention_chunk_size"):
@@ -453,4 +454,5 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
     notes = case.get("notes") or []
     return SpecFile(name=str(case.get("name", "layer-spec file")),
                     notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
-                    planner_input=inp, layer_count=len(specs), kv_cache_layout=layout)
+                    planner_input=inp, layer_count=len(specs),
+                    kv_cache_layout=str(layout) if layout else "resolved")

@@ -348,8 +348,8 @@ def _full_allocation_fallback(specs: Specs) -> list[KVCacheGroup] | None:
 
 
 def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool = False,
-                        with_fix: bool = False) -> GroupingResult:
-    """vLLM: kv_cache_planning.get_kv_cache_groups (default layer-outermost layout)."""
+                        with_fix: bool = False, block_outermost: bool = False) -> GroupingResult:
+    """vLLM: kv_cache_planning.get_kv_cache_groups."""
     promoted_hybrid = False
     if disable_hybrid_kv_cache_manager:
         specs, promoted_hybrid = unify_hybrid_specs(specs)
@@ -362,6 +362,12 @@ def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool =
     if uniform is not None:
         return GroupingResult((KVCacheGroup(tuple(specs), uniform),), "uniform_type", specs,
                               promoted_hybrid=promoted_hybrid)
+    if block_outermost:
+        from kvplan.engine.layout import packed_groups
+
+        packed = packed_groups(specs)
+        if packed:
+            return GroupingResult(tuple(packed), "packed", specs, promoted_hybrid=promoted_hybrid)
     unify = unify_page_size_fixed if with_fix else unify_page_size_released
     try:
         unified = unify(specs)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.engine.grouping import GroupingResult, KVCacheGroup, get_kv_cache_groups
+from kvplan.engine.layout import is_block_outermost, resolve_layout
 from kvplan.engine.profiles import ErrorText, PoolStrideRule, VllmProfile, get_profile
 from kvplan.errors import InputError
 from kvplan.specs import (
@@ -50,6 +51,8 @@ class PlannerInput:
     gpu_memory_utilization: float | None = None
     vllm_version: str | None = None
     with_fix: bool = False  # PR #53499 scale-before-pad
+    kv_cache_layout: str | None = None  # explicit (cache_config.kv_cache_layout)
+    supported_kv_cache_layouts: tuple[str, ...] | None = None  # what the backends declare
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class EngineResult:
     profile: VllmProfile
     with_fix: bool
     max_in_flight_tokens: int
+    kv_cache_layout: str
     max_concurrent_batches: int
     extra_retained_tokens: int
     num_prefill_lookahead_tokens: int
@@ -156,22 +160,37 @@ def project_groups(groups: Sequence[KVCacheGroup], worker: dict[str, KVCacheSpec
 
 
 def group_page_sum(group: KVCacheGroup, rule: PoolStrideRule) -> int:
-    if rule is PoolStrideRule.PER_LAYER_ROUND:
+    if rule is PoolStrideRule.PER_LAYER_ROUND:  # layer-outermost layouts, 0.32+
         # vLLM 0.32+: _get_layer_block_stride = round_up(page, get_block_stride_alignment())
         return sum(round_up(s.page_size_bytes, s.get_block_stride_alignment())
                    for s in (_layer_spec(group, n) for n in group.layer_names))
     return sum(_layer_spec(group, n).page_size_bytes for n in group.layer_names)
 
 
-def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile) -> int:
+def stride_rule(profile: VllmProfile, layout: str) -> PoolStrideRule:
+    """0.32+ lay out layer-outermost layouts per layer; block-outermost ones (and all of 0.31)
+    sum the pages and round once."""
+    if layout.startswith("B"):
+        return PoolStrideRule.SUM_THEN_ROUND
+    return profile.pool_stride_rule
+
+
+def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile,
+                         layout: str = "LBNHC") -> int:
     """vLLM: _pool_bytes_per_block(_from_builder) → _get_kv_cache_bytes_per_block."""
     if not groups:
         return 0
-    widest = max(group_page_sum(g, profile.pool_stride_rule) for g in groups)
-    if profile.pool_stride_rule is PoolStrideRule.SUM_THEN_ROUND:
-        # vLLM 0.31: round the widest group up to the lcm of the layers' int alignments
-        aligns = [a if isinstance(a := _layer_spec(g, n).block_stride_alignment, int) else 1
-                  for g in groups for n in g.layer_names]
+    rule = stride_rule(profile, layout)
+    widest = max(group_page_sum(g, rule) for g in groups)
+    if rule is PoolStrideRule.SUM_THEN_ROUND:
+        # round the widest group up to the lcm of every layer's block-stride alignment
+        # (0.31: the raw int field; 0.32+: get_block_stride_alignment)
+        if profile.multiple_of_stride_alignment:
+            aligns = [_layer_spec(g, n).get_block_stride_alignment()
+                      for g in groups for n in g.layer_names]
+        else:
+            aligns = [a if isinstance(a := _layer_spec(g, n).block_stride_alignment, int) else 1
+                      for g in groups for n in g.layer_names]
         widest = round_up(widest, lcm(*[a or 1 for a in aligns]))
     return widest
 
@@ -298,13 +317,17 @@ def plan(inp: PlannerInput) -> EngineResult:
             if name in merged and merged[name] != spec:
                 raise InputError(f"layer {name} has different specs on two workers")
             merged.setdefault(name, spec)
+    # vLLM: resolve_kv_cache_layout (EngineCore, before grouping)
+    layout = resolve_layout([s for w in worker_specs for s in w.values()], inp.kv_cache_layout,
+                            inp.supported_kv_cache_layouts, num_workers=len(worker_specs))
+    common["kv_cache_layout"] = layout
     for name, spec in merged.items():
         if isinstance(spec, SlidingWindowSpec):
             merged[name] = spec.with_changes(extra_retained_tokens=extra)
     try:
         grouping = get_kv_cache_groups(
             merged, disable_hybrid_kv_cache_manager=inp.disable_hybrid_kv_cache_manager,
-            with_fix=inp.with_fix)
+            with_fix=inp.with_fix, block_outermost=is_block_outermost(layout))
     except (AssertionError, ValueError, NotImplementedError) as exc:
         err = PlanError(type(exc).__name__, str(exc))
         return EngineResult(grouping=None, grouping_error=err, error=err, fits=False,
@@ -312,7 +335,7 @@ def plan(inp: PlannerInput) -> EngineResult:
 
     groups = list(grouping.groups)
     projected = [project_groups(groups, w) for w in worker_specs]
-    pools = [pool_bytes_per_block(p, profile) for p in projected]
+    pools = [pool_bytes_per_block(p, profile, layout) for p in projected]
     if groups and 0 in pools:
         stage = pools.index(0)
         raise InputError(f"pipeline stage {stage} holds no KV cache bytes (a zero-size page, or no "
@@ -333,7 +356,7 @@ def plan(inp: PlannerInput) -> EngineResult:
                       for a, pool, p in zip(inp.available_kv_bytes, pools, projected, strict=True)]
 
     base = _settings(inp, in_flight, inp.max_model_len)
-    demands = _group_demands(groups, base, profile)
+    demands = _group_demands(groups, base, profile, layout)
     total_blocks = sum(d.blocks_per_request for d in demands)
     needed = [needed_bytes(p, base, pool) for p, pool in zip(projected, pools, strict=True)]
     estimates = [estimate_max_model_len(p, base, pool, cm, inp.max_model_len) if p else 0
@@ -400,15 +423,15 @@ def plan(inp: PlannerInput) -> EngineResult:
         log=tuple(log), **common)
 
 
-def _group_demands(groups: Sequence[KVCacheGroup], s: DemandSettings, profile: VllmProfile
-                   ) -> list[GroupDemand]:
+def _group_demands(groups: Sequence[KVCacheGroup], s: DemandSettings, profile: VllmProfile,
+                   layout: str = "LBNHC") -> list[GroupDemand]:
     out = []
     for i, g in enumerate(groups):
         out.append(GroupDemand(
             group_id=i, group=g, blocks_per_request=group_blocks_per_request(g.spec, s),
             max_memory_usage_bytes=g.spec.max_memory_usage_bytes(s),
             max_num_blocks_per_req=g.spec.max_num_blocks_per_req(s, s.max_model_len),
-            page_sum_bytes=group_page_sum(g, profile.pool_stride_rule)))
+            page_sum_bytes=group_page_sum(g, stride_rule(profile, layout))))
     return out
 
 
@@ -456,7 +479,7 @@ def plan_lengths(inp: PlannerInput, lengths: Sequence[int]) -> tuple[EngineResul
     groups = list(base.grouping.groups)
     profile = base.profile
     projected = [project_groups(groups, w) for w in inp.worker_specs]
-    pools = [pool_bytes_per_block(p, profile) for p in projected]
+    pools = [pool_bytes_per_block(p, profile, base.kv_cache_layout) for p in projected]
     checks = list(base.effective_check_memory_bytes)
     points = []
     for length in sorted(set(lengths)):
