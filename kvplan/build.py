@@ -424,15 +424,18 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     attn_layers = [(layer, b) for layer, b in zip(target.layers, target_backends, strict=True)
                    if b is not None and layer.kind is not LayerKind.ENCODER_ONLY]
     if state_layers and attn_layers:
-        primary, primary_backend = next(
-            ((la, b) for la, b in attn_layers
-             if la.kind in (LayerKind.FULL_ATTENTION, LayerKind.MLA)), attn_layers[0])
-        probe = primary.model_copy(update={"kind": (
-            LayerKind.MLA if primary.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
-            else LayerKind.FULL_ATTENTION)})
-        attn_1tok = _attention_spec(probe, block_size=1, kv_dtype=kv_dtype, tp=tp,
-                                    model_dtype=model_dtype, backend=primary_backend,
-                                    profile=profile).page_size_bytes
+        # vLLM: _align_hybrid_block_size — one token of the model's attention (its KV heads and
+        # head size), packed by the first backend; MLA: the plain latent row (no blob, no packing)
+        primary = next((la for la, _ in attn_layers
+                        if la.kind in (LayerKind.FULL_ATTENTION, LayerKind.MLA)), attn_layers[0][0])
+        if primary.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA):
+            head = (primary.kv_lora_rank or 0) + (primary.qk_rope_head_dim or 0)
+            attn_1tok = head * dtype_size_bytes(kv_cache_storage_dtype(kv_dtype, model_dtype))
+        else:
+            probe = primary.model_copy(update={"kind": LayerKind.FULL_ATTENTION})
+            attn_1tok = _attention_spec(probe, block_size=1, kv_dtype=kv_dtype, tp=tp,
+                                        model_dtype=model_dtype, backend=distinct[0],
+                                        profile=profile).page_size_bytes
         mamba_page = max(_state_page(*_state(layer, ctx, tp)[:2]) for layer in state_layers)
         ckpt = (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if _gdn_exports_checkpoints(target, ctx)
                 else None)
