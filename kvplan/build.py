@@ -13,6 +13,7 @@ from math import prod
 from kvplan.engine.backends import Backend, customize_spec, kernel_block_sizes, min_kernel_block
 from kvplan.engine.blocksize import (
     align_hybrid_block_size,
+    check_aligned_block_size,
     preferred_block_size,
     select_backend,
     sliding_window_block_size,
@@ -443,6 +444,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             profile, block_size=block, primary_sizes=kernel_block_sizes(distinct[0], sm=dep.sm),
             all_sizes=sizes, attn_page_per_token=attn_1tok, mamba_page=mamba_page,
             use_mla=target.use_mla, align_mode=mamba_mode == "align", checkpoint_alignment=ckpt)
+        if profile.hybrid_align_backend_lcm:  # 0.32+ checks the aligned size
+            check_aligned_block_size(aligned.block_size, block,
+                                     [(b.value, s) for b, s in zip(distinct, sizes, strict=True)])
         block, mamba_padded = aligned.block_size, aligned.mamba_page_size_padded
     mamba_block = block if mamba_mode == "align" else max_model_len
     gdn_ckpt_blocks = 1 if _gdn_exports_checkpoints(target, ctx) else 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kvplan.engine.backends import Backend, kernel_block_sizes, min_kernel_block
 from kvplan.engine.profiles import SwBlockRule, VllmProfile
-from kvplan.errors import InputError
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.specs import MultipleOf
 from kvplan.units import KVQuantMode, cdiv, kv_quant_mode, lcm
 
@@ -87,7 +87,25 @@ def preferred_block_size(backend_sizes: Sequence[KernelSizes], default: int) -> 
             walk(i + 1, lcm(acc, s.base if isinstance(s, MultipleOf) else s))
 
     walk(0, 1)
-    return best if best is not None else default
+    if best is None:
+        raise UnsupportedError("The attention backends share no supported KV cache block size ("
+                               + "; ".join(str([getattr(x, "base", x) for x in sz])
+                                           for sz in backend_sizes) + ").")
+    return best
+
+
+def check_aligned_block_size(block_size: int, pre_block_size: int,
+                             backends: Sequence[tuple[str, KernelSizes]]) -> None:
+    """vLLM: Platform._check_aligned_block_size (0.32+) — alignment must not leave a size a
+    sibling backend rejects."""
+    if block_size == pre_block_size:
+        return
+    rejecting = [name for name, sizes in backends if not supports_block_size(sizes, block_size)]
+    if rejecting:
+        raise UnsupportedError(f"Aligned KV cache block size {block_size} is not supported by "
+                               f"attention backend(s): {', '.join(rejecting)}.",
+                               hint="vLLM would refuse to start; try another --attention-backend "
+                                    "or --block-size")
 
 
 @dataclass(frozen=True)
