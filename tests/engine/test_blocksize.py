@@ -103,3 +103,14 @@ def test_preferred_block_size_falls_back_to_a_common_multiple() -> None:
     # FlashMLA (64) with FlashInfer MLA (32, 64) and default 16 → 64
     assert preferred_block_size([kernel_block_sizes(Backend.FLASHMLA),
                                  kernel_block_sizes(Backend.FLASHINFER_MLA)], 16) == 64
+
+
+def test_backends_without_a_common_block_and_a_rejected_aligned_block() -> None:
+    from kvplan.engine.blocksize import check_aligned_block_size
+    from kvplan.errors import UnsupportedError
+
+    assert preferred_block_size([(64,), (48,)], 16) == 192  # the smallest lcm both accept
+    # FlashMLA takes only 64-token blocks: an aligned 2912 (not a multiple of 64) is refused
+    with pytest.raises(UnsupportedError, match="Aligned KV cache block size 2912"):
+        check_aligned_block_size(2912, 64, [("FLASH_ATTN", FA), ("FLASHMLA", (64,))])
+    check_aligned_block_size(2944, 64, [("FLASH_ATTN", FA), ("FLASHMLA", (64,))])  # 46 × 64
