@@ -16,6 +16,7 @@ from kvplan.engine.blocksize import (
     check_aligned_block_size,
     preferred_block_size,
     select_backend,
+    supports_block_size,
     sliding_window_block_size,
 )
 from kvplan.engine.planner import PlannerInput
@@ -419,6 +420,13 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
 
     # Phase 1: the preferred block when --block-size is not given
     block = dep.block_size or preferred_block_size(sizes, profile.default_block_size)
+    if dep.block_size:
+        rejecting = [b.value for b, sz in zip(distinct, sizes, strict=True)
+                     if not supports_block_size(sz, dep.block_size)]
+        if rejecting:  # vLLM: no backend would accept the layer (validate_configuration)
+            raise UnsupportedError(
+                f"--block-size {dep.block_size} is not supported by {', '.join(rejecting)}",
+                hint="FlashAttention/Triton take multiples of 16; FlashInfer 16, 32 or 64")
     mamba_padded: int | None = None
     # Phase 2: hybrid attention/Mamba alignment on per-rank pages
     state_layers = [layer for layer in target.layers if layer.kind.is_state]

@@ -201,6 +201,10 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         if budget.mode is BudgetMode.ESTIMATED:
             explanation = explanation.model_copy(update={"what_ifs": [
                 *explanation.what_ifs, *_budget_what_ifs(req, res, gpu)]})
+    if gpu is not None and gpu.is_amd:
+        gpu_note = (gpu_note + "; " if gpu_note else "") + (
+            "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
+            "other kernel blocks)")
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
              *([budget_warning] if budget_warning else [])]
     if gpu is not None:

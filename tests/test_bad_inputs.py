@@ -90,6 +90,8 @@ CASES = [
      "out of range"),
     ("max-model-len-text", {}, ["check", str(LLAMA), "--max-model-len", "long", *BUDGET],
      "must be a number"),
+    ("block-size-no-backend-takes", {}, ["check", str(LLAMA), "--block-size", "7", *BUDGET],
+     "--block-size 7"),
     ("tp-zero", {}, ["check", str(LLAMA), "-tp", "0", *BUDGET], "tensor-parallel-size"),
     ("negative-spec-tokens", {}, ["check", str(LLAMA), "--num-speculative-tokens", "-1", *BUDGET],
      "num-speculative-tokens"),
