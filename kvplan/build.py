@@ -16,8 +16,8 @@ from kvplan.engine.blocksize import (
     check_aligned_block_size,
     preferred_block_size,
     select_backend,
-    supports_block_size,
     sliding_window_block_size,
+    supports_block_size,
 )
 from kvplan.engine.planner import PlannerInput
 from kvplan.engine.profiles import VllmProfile, get_profile
