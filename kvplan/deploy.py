@@ -153,6 +153,7 @@ class Evaluation:
     built: BuildResult
     budget: KvBudget
     planner_input: PlannerInput
+    dtype_warnings: tuple[str, ...] = ()  # the GPU cannot run a KV dtype natively (vLLM's gates)
 
 
 def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
@@ -207,6 +208,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
             "other kernel blocks)")
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
              *([budget_warning] if budget_warning else [])]
+    gates: list[str] = []
     if gpu is not None:
         from kvplan import hardware
 
@@ -218,6 +220,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                 raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
             if reason:
                 notes.append(reason)
+                gates.append(reason)
     the_plan = build_plan(
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
@@ -225,7 +228,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size)
-    return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp)
+    return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
+                      dtype_warnings=tuple(gates))
 
 
 def _budget_what_ifs(req: Request, res: Resolved, gpu: Any) -> list[Any]:

@@ -291,6 +291,8 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
     for r in sweep.rows:
         if r.error:
             console.print(f"[yellow]{escape(r.gpu)} {r.kv_cache_dtype}:[/] {escape(r.error)}")
+        for w in r.warnings:
+            console.print(f"[yellow]warning:[/] {escape(w)}")
     top = max(sweep.lengths)
     width = 40
     console.print("[bold]largest max_model_len that fits[/] (log scale, up to "

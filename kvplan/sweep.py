@@ -31,6 +31,7 @@ class SweepRow(BaseModel):
     largest_fitting_max_model_len: int | None
     points: list[SweepPoint]
     error: str | None = None
+    warnings: list[str] = []
 
 
 class Sweep(BaseModel):
@@ -104,6 +105,7 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
                 points=[SweepPoint(max_model_len=p.max_model_len, fits=p.fits,
                                    needed_bytes=p.total_bytes_needed,
                                    max_concurrency=p.max_concurrency) for p in points],
-                error=None if result.grouping_error is None else result.grouping_error.message))
+                error=None if result.grouping_error is None else result.grouping_error.message,
+                warnings=list(ev.dtype_warnings)))
     return Sweep(model=base.model, draft=base.draft, vllm_version=base.deployment.vllm_version,
                  lengths=sorted(set(lengths)), rows=rows, plans_evaluated=count)
