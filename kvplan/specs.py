@@ -165,6 +165,15 @@ class FullAttentionSpec(AttentionSpec):
         return cdiv(max_model_len, self.block_size)
 
 
+def _apply_alignment_padding(spec: MLAAttentionSpec | SlidingWindowMLASpec) -> None:
+    """vLLM: kv_cache_interface._apply_alignment_padding — pad the page to `alignment`."""
+    if spec.alignment is not None:
+        real = spec.unpadded_page_size_bytes
+        padded = round_up(real, spec.alignment)
+        if padded != real:
+            object.__setattr__(spec, "page_size_padded", padded)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MLAAttentionSpec(FullAttentionSpec):
     """vLLM: MLAAttentionSpec — one latent vector per token, no V."""
@@ -175,12 +184,7 @@ class MLAAttentionSpec(FullAttentionSpec):
     head_size_v: int | None = 0
 
     def __post_init__(self) -> None:
-        # vLLM: _apply_alignment_padding
-        if self.alignment is not None:
-            real = self.unpadded_page_size_bytes
-            padded = round_up(real, self.alignment)
-            if padded != real:
-                object.__setattr__(self, "page_size_padded", padded)
+        _apply_alignment_padding(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -218,11 +222,7 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
     head_size_v: int | None = 0
 
     def __post_init__(self) -> None:
-        if self.alignment is not None:
-            real = self.unpadded_page_size_bytes
-            padded = round_up(real, self.alignment)
-            if padded != real:
-                object.__setattr__(self, "page_size_padded", padded)
+        _apply_alignment_padding(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
