@@ -11,7 +11,7 @@ from kvplan.build import Deployment
 from kvplan.deploy import Request, evaluate
 from kvplan.errors import InputError, KvplanError
 from kvplan.plan import Plan
-from kvplan.units import parse_size_bytes
+from kvplan.units import parse_size_bytes, parse_token_count
 
 # deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
@@ -108,7 +108,11 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
         if v in ("auto", "-1"):
             dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
         else:
-            dep_kw["max_model_len"] = int(v[:-1]) * 1024 if v.endswith("k") else int(v)
+            try:
+                dep_kw["max_model_len"] = parse_token_count(v)
+            except ValueError:
+                raise InputError(f"{where}: max-model-len {v!r} is not a number, 'auto' or -1"
+                                 ) from None
     elif dep_kw.get("max_model_len") == -1:
         dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
     try:

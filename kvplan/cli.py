@@ -496,18 +496,15 @@ def _check_specs(specs: Path, model: str | None, vllm: str | None, with_fix: boo
 
 
 def _parse_max_model_len(value: str | None) -> tuple[int | None, bool]:
+    from kvplan.units import parse_token_count
+
     if value is None:
         return None, False
     v = value.strip().lower()
     if v in ("auto", "-1"):
         return None, True
-    mult = 1
-    if v.endswith("k"):
-        v, mult = v[:-1], 1024
-    elif v.endswith("m"):
-        v, mult = v[:-1], 1024 * 1024
     try:
-        n = int(v) * mult
+        n = parse_token_count(v)
     except ValueError:
         raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}"
                          ) from None

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from kvplan.deploy import Request, evaluate, resolve
 from kvplan.engine.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
+from kvplan.units import parse_token_count
 
 
 class SweepPoint(BaseModel):
@@ -50,13 +51,8 @@ def parse_lengths(text: str) -> list[int]:
     """'8k..1M' → powers of two from 8192 to 1048576; '8k,32k,131072' → that list."""
     def one(t: str) -> int:
         t = t.strip().lower()
-        mult = 1
-        if t.endswith("k"):
-            t, mult = t[:-1], 1024
-        elif t.endswith("m"):
-            t, mult = t[:-1], 1024 * 1024
         try:
-            v = int(float(t) * mult)
+            v = parse_token_count(t, decimals=True)
         except ValueError:
             raise InputError(f"cannot read length {t!r} in --max-model-len",
                              hint="use 8k..1M or a list such as 8k,32k,131072") from None

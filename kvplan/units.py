@@ -151,6 +151,18 @@ def nvfp4_kv_cache_full_dim(head_size: int) -> int:
     return head_size // 2 + head_size // 16
 
 
+def parse_token_count(text: str, *, decimals: bool = False) -> int:
+    """'131072', '128k', '1M' (k = 1024, M = 2^20 tokens) → an int; ValueError if unreadable.
+    With `decimals`, '1.5k' is read too (truncated to whole tokens)."""
+    t = str(text).strip().lower()
+    mult = 1
+    if t.endswith("k"):
+        t, mult = t[:-1], 1024
+    elif t.endswith("m"):
+        t, mult = t[:-1], 1024 * 1024
+    return int(float(t) * mult) if decimals else int(t) * mult
+
+
 _SIZE_UNITS = {
     "": 1, "b": 1,
     "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
