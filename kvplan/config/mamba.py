@@ -27,6 +27,17 @@ def _mamba2(index: int, name: str, dims: Mamba2Dims) -> LayerDescription:
     return LayerDescription(index=index, name=name, kind=LayerKind.MAMBA2, mamba2=dims)
 
 
+def _mamba_prefixed_dims(text: Cfg, inner: int) -> Mamba2Dims:
+    """Falcon-H1 / Granite-4.0-H `mamba_*` fields; their config classes share these defaults:
+    mamba_n_heads 128, mamba_d_state 256, mamba_d_conv 4, mamba_n_groups 1, mamba_d_head auto."""
+    heads = text.int_default("mamba_n_heads", 128)
+    return Mamba2Dims(intermediate_size=inner,
+                      state_size=text.int_default("mamba_d_state", 256),
+                      conv_kernel=text.int_default("mamba_d_conv", 4),
+                      n_groups=text.int_default("mamba_n_groups", 1),
+                      num_heads=heads, head_dim=_head_split(text, inner, heads, "mamba_d_head"))
+
+
 def _head_split(cfg: Cfg, inner: int, heads: int, key: str) -> int:
     """A mamba head dim that transformers may store as "auto" (= inner // heads)."""
     value = cfg.get(key, "auto")
@@ -206,12 +217,7 @@ def describe_falcon_h1(top: Cfg, hf_quant_config: dict | None) -> ModelDescripti
         d_ssm = text.int_default("mamba_expand", 2) * text.req_int("hidden_size")
     else:
         d_ssm = text.int_default("mamba_d_ssm", 1024)
-    heads = text.int_default("mamba_n_heads", 128)
-    dims = Mamba2Dims(intermediate_size=d_ssm,
-                      state_size=text.int_default("mamba_d_state", 256),
-                      conv_kernel=text.int_default("mamba_d_conv", 4),
-                      n_groups=text.int_default("mamba_n_groups", 1),
-                      num_heads=heads, head_dim=_head_split(text, d_ssm, heads, "mamba_d_head"))
+    dims = _mamba_prefixed_dims(text, d_ssm)
     # FalconH1Config maps layer_types to layers_block_type (all "hybrid"), so vLLM's model-level
     # window is never set (engine/arg_utils.py); the attention layers get none.
     window = model_level_window(positive_window(text), ["hybrid"] * n)
@@ -248,12 +254,7 @@ def describe_granite_hybrid(top: Cfg, hf_quant_config: dict | None) -> ModelDesc
     kv = kv_heads_of(text)
     hd = hidden // text.req_int("num_attention_heads")
     inner = text.int_default("mamba_expand", 2) * hidden
-    heads = text.int_default("mamba_n_heads", 128)
-    dims = Mamba2Dims(intermediate_size=inner,
-                      state_size=text.int_default("mamba_d_state", 256),
-                      conv_kernel=text.int_default("mamba_d_conv", 4),
-                      n_groups=text.int_default("mamba_n_groups", 1),
-                      num_heads=heads, head_dim=_head_split(text, inner, heads, "mamba_d_head"))
+    dims = _mamba_prefixed_dims(text, inner)
     # layer_types always exists (mamba/attention names), so vLLM's model-level window is unset
     window = model_level_window(positive_window(text), types)
     layers: list[LayerDescription] = []
