@@ -361,8 +361,10 @@ def plan(inp: PlannerInput) -> EngineResult:
     needed = [needed_bytes(p, base, pool) for p, pool in zip(projected, pools, strict=True)]
     estimates = [estimate_max_model_len(p, base, pool, cm, inp.max_model_len) if p else 0
                  for p, pool, cm in zip(projected, pools, check_profiled, strict=True)]
-    fit_estimates = [estimate_max_model_len(p, base, pool, cm, inp.max_model_len) if p else 0
-                     for p, pool, cm in zip(projected, pools, check, strict=True)]
+    # the same search against the memory the check uses: only differs under an override
+    fit_estimates = estimates if check == check_profiled else [
+        estimate_max_model_len(p, base, pool, cm, inp.max_model_len) if p else 0
+        for p, pool, cm in zip(projected, pools, check, strict=True)]
 
     max_model_len = inp.max_model_len
     error: PlanError | None = None
@@ -375,7 +377,7 @@ def plan(inp: PlannerInput) -> EngineResult:
         elif fit < inp.max_model_len:
             max_model_len = fit
     if error is None:
-        for p, pool, cm in zip(projected, pools, check, strict=True):
+        for i, (p, pool, cm) in enumerate(zip(projected, pools, check, strict=True)):
             if not p:
                 continue
             if cm <= 0:
@@ -384,7 +386,9 @@ def plan(inp: PlannerInput) -> EngineResult:
             s = _settings(inp, in_flight, max_model_len)
             need = needed_bytes(p, s, pool)
             if need > cm:
-                est = estimate_max_model_len(p, s, pool, cm, max_model_len)
+                # the search already run, unless auto-fit changed the upper bound
+                est = (fit_estimates[i] if max_model_len == inp.max_model_len
+                       else estimate_max_model_len(p, s, pool, cm, max_model_len))
                 error = PlanError("ValueError", capacity_error_text(
                     profile, inp, max_model_len, need, cm, est))
                 break
