@@ -197,11 +197,11 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
 
         explanation = explain_model(res.target, replace(dep, available_kv_bytes=budget
                                                         .available_kv_bytes_per_gpu),
-                                    res.draft, result, draft_layers,
+                                    res.draft, result, built, inp, draft_layers,
                                     budget_per_gpu_fixed=budget.mode is not BudgetMode.ESTIMATED)
         if budget.mode is BudgetMode.ESTIMATED:
             explanation = explanation.model_copy(update={"what_ifs": [
-                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu)]})
+                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu, budget)]})
     if gpu is not None and gpu.is_amd:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
@@ -232,7 +232,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                       dtype_warnings=tuple(gates))
 
 
-def _budget_what_ifs(req: Request, res: Resolved, gpu: Any) -> list[Any]:
+def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) -> list[Any]:
     """More memory utilization, and the next larger GPUs of the catalogue (budget re-estimated)."""
     from kvplan import hardware
     from kvplan.explain import WhatIf
@@ -252,9 +252,8 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any) -> list[Any]:
     out.append(one(f"--tensor-parallel-size {tp2} (weights split, budget re-estimated)",
                    replace(req, explain=False,
                            deployment=replace(req.deployment, tensor_parallel_size=tp2))))
-    util = req.gpu_memory_utilization
-    if util is None:  # the release default the estimate used
-        util = evaluate(replace(req, explain=False), res).budget.gpu_memory_utilization
+    # the given utilization, else the release default the estimate used
+    util = req.gpu_memory_utilization or budget.gpu_memory_utilization
     if util is not None and util < 0.98:
         new = round(min(0.98, util + 0.05), 2)
         out.append(one(f"--gpu-memory-utilization {new}",

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from kvplan.build import Deployment, build
+from kvplan.build import BuildResult, Deployment, build
 from kvplan.engine.planner import EngineResult, GroupDemand, PlannerInput, plan
 from kvplan.errors import KvplanError
 from kvplan.model import ModelDescription
@@ -123,11 +123,13 @@ def what_ifs_for_input(inp: PlannerInput, base: EngineResult) -> list[WhatIf]:
 
 
 def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescription | None,
-                  base: EngineResult, draft_layers: frozenset[str] = frozenset(),
+                  base: EngineResult, built: BuildResult, inp: PlannerInput,
+                  draft_layers: frozenset[str] = frozenset(),
                   budget_per_gpu_fixed: bool = True) -> Explanation:
-    """Causes plus what-ifs that rebuild the specs (dtypes, TP, prefix caching)."""
-    built = build(target, dep, draft)
-    ifs = what_ifs_for_input(built.planner_input, base)
+    """Causes plus what-ifs that rebuild the specs (dtypes, TP, prefix caching).
+
+    `built` and `inp` are what produced `base`; `dep` carries the KV budget per GPU."""
+    ifs = what_ifs_for_input(inp, base)
 
     def run(**changes: object) -> EngineResult:
         return plan(build(target, replace(dep, **changes), draft).planner_input)  # type: ignore[arg-type]
