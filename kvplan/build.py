@@ -23,6 +23,7 @@ from kvplan.engine.planner import PlannerInput
 from kvplan.engine.profiles import VllmProfile, get_profile
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.model import LayerDescription, LayerKind, ModelDescription
+from kvplan.parallel import get_pp_indices
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
@@ -193,24 +194,8 @@ def kv_heads_per_rank(total: int, tp: int, what: str) -> int:
 
 
 def pp_partition(num_layers: int, pp: int, partition: str | None) -> list[tuple[int, int]]:
-    """vLLM: distributed.utils.get_pp_indices for every stage."""
-    if partition:
-        try:
-            sizes = [int(x) for x in partition.split(",")]
-        except ValueError:
-            raise InputError(f"bad PP layer partition {partition!r}") from None
-        if len(sizes) != pp or sum(sizes) != num_layers or min(sizes) < 0:
-            raise InputError(f"PP layer partition {partition!r} must give {pp} stage sizes "
-                             f"summing to {num_layers}")
-    else:
-        sizes = [num_layers // pp] * pp
-        for i in range(2, num_layers % pp + 2):  # remainder to the stages before the last
-            sizes[-i] += 1
-    out, start = [], 0
-    for n in sizes:
-        out.append((start, start + n))
-        start += n
-    return out
+    """[start, end) decoder layers of every stage (vLLM: distributed.utils.get_pp_indices)."""
+    return [get_pp_indices(num_layers, rank, pp, partition or None) for rank in range(pp)]
 
 
 # ---- per-layer specs -----------------------------------------------------------------------
