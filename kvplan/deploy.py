@@ -83,12 +83,11 @@ def resolve(req: Request) -> Resolved:
                     weight_headers=headers, notes=tuple(notes))
 
 
-def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    for key in ("text_config", "llm_config", "language_config", "thinker_config"):
-        sub = cfg.get(key)
-        if isinstance(sub, dict) and ("num_hidden_layers" in sub or "hidden_size" in sub):
-            return sub
-    return cfg
+def _text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:
+    """The language-model part of a config, as the adapters read it (config._common.text_cfg)."""
+    from kvplan.config._common import Cfg, text_cfg
+
+    return dict(text_cfg(Cfg(cfg, source)).data)
 
 
 def _gpu(req: Request) -> tuple[Any, int | None, str | None]:
@@ -117,7 +116,7 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
 
     dep = built.planner_input
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    text = _text_config(res.target_config)
+    text = _text_config(res.target_config, req.model)
     kv_heads = text.get("num_key_value_heads")
     layers = text.get("num_hidden_layers")
     if res.weight_headers:
