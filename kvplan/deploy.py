@@ -176,6 +176,20 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                          "(vLLM asserts 'DCP not support sliding window.')",
                          hint="drop --decode-context-parallel-size for this model")
     built = build(res.target, dep, res.draft)
+    # the GPU's KV-dtype gates come first: a refusal needs no budget and no plan
+    gates: list[str] = []
+    if gpu is not None:
+        from kvplan import hardware
+
+        for dt in {built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype}:
+            reason = hardware.check_kv_dtype_supported(
+                gpu, dt, vllm_version=built.planner_input.vllm_version,
+                use_mla=res.target.use_mla)
+            if reason and (sm is None or sm < 80):
+                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
+                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
+            if reason:
+                gates.append(reason)
     budget = budget_for(req, res, built, gpu)
     if budget.available_kv_bytes_per_gpu <= 0:
         budget_warning = ("the estimated budget leaves no memory for the KV cache "
@@ -207,19 +221,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
             "other kernel blocks)")
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
              *([budget_warning] if budget_warning else [])]
-    gates: list[str] = []
-    if gpu is not None:
-        from kvplan import hardware
-
-        for dt in {built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype}:
-            reason = hardware.check_kv_dtype_supported(gpu, dt, vllm_version=inp.vllm_version,
-                                                       use_mla=res.target.use_mla)
-            if reason and (sm is None or sm < 80):
-                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
-                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
-            if reason:
-                notes.append(reason)
-                gates.append(reason)
+    notes += gates
     the_plan = build_plan(
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
