@@ -181,7 +181,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     if gpu is not None:
         from kvplan import hardware
 
-        for dt in {built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype}:
+        for dt in dict.fromkeys((built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype)):
             reason = hardware.check_kv_dtype_supported(
                 gpu, dt, vllm_version=built.planner_input.vllm_version,
                 use_mla=res.target.use_mla)
