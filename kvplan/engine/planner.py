@@ -384,7 +384,7 @@ def plan(inp: PlannerInput) -> EngineResult:
                 error = PlanError("ValueError", no_memory_error_text(profile, inp))
                 break
             s = _settings(inp, in_flight, max_model_len)
-            need = needed_bytes(p, s, pool)
+            need = needed[i] if max_model_len == inp.max_model_len else needed_bytes(p, s, pool)
             if need > cm:
                 # the search already run, unless auto-fit changed the upper bound
                 est = (fit_estimates[i] if max_model_len == inp.max_model_len
