@@ -19,10 +19,27 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config import (
+    chatglm,
+    deepseek,
+    exaone,
+    gemma,
+    generic,
+    gpt_oss,
+    internlm2,
+    lfm2,
+    llama,
+    mamba,
+    mimo,
+    minicpm3,
+    minimax,
+    nemotron_nas,
+    qwen,
+)
 from kvplan.config import drafts as _drafts
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
 from kvplan.config.drafts import is_draft_architecture, mtp_draft
+from kvplan.config.retired import refuse_retired
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
 from kvplan.model import ModelDescription
 
@@ -80,6 +97,14 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiniMaxForCausalLM": minimax.describe_minimax_linear,
     "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
     "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
+    # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
+    "ChatGLMModel": chatglm.describe_chatglm,
+    "ChatGLMForConditionalGeneration": chatglm.describe_chatglm,
+    "ExaoneForCausalLM": exaone.describe_exaone,
+    "InternLM2ForCausalLM": internlm2.describe_internlm2,
+    "MiniCPM3ForCausalLM": minicpm3.describe_minicpm3,
+    "DeciLMForCausalLM": nemotron_nas.describe_nemotron_nas,
+    "DeepseekVLV2ForCausalLM": deepseek.describe_deepseek,
 }
 
 # model_type → adapter, for configs without a known architecture
@@ -104,6 +129,10 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
     "minimax_m1": minimax.describe_minimax_linear,
     "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
+    "chatglm": chatglm.describe_chatglm, "exaone": exaone.describe_exaone,
+    "internlm2": internlm2.describe_internlm2, "minicpm3": minicpm3.describe_minicpm3,
+    "nemotron-nas": nemotron_nas.describe_nemotron_nas,
+    "deepseek_vl_v2": deepseek.describe_deepseek,
 }
 
 
@@ -144,6 +173,8 @@ def describe_model(config: Mapping[str, Any], *, source: str,
     if not top.has("model_type") and not archs:
         raise ConfigError(f"{source}: config.json has neither 'model_type' nor 'architectures'",
                           hint=SPECS_HINT)
+    if not any(arch in _BY_ARCH for arch in archs):
+        refuse_retired(source, archs)
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
     with malformed_config_guard(source):

@@ -40,11 +40,36 @@ def skip_topk_layers(cfg: Cfg, n: int) -> set[int]:
     return skip
 
 
+# transformers DeepseekV2Config defaults (models/deepseek_v2/configuration_deepseek_v2.py), which
+# vLLM also applies to DeepSeek-VL2's language_config (configs/deepseek_vl2.py DeepseekVLV2TextConfig)
+DEEPSEEK_V2_DEFAULTS = {
+    "num_hidden_layers": 32, "num_attention_heads": 32, "kv_lora_rank": 512, "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+    "max_position_embeddings": 2048, "n_routed_experts": 64, "n_shared_experts": 2,
+    "moe_intermediate_size": 1407, "first_k_dense_replace": 0}
+_KV_FIELDS = ("num_hidden_layers", "num_attention_heads", "kv_lora_rank", "qk_rope_head_dim",
+              "qk_nope_head_dim", "max_position_embeddings")
+
+
+def _v2_defaults(text: Cfg) -> dict[str, int]:
+    """The DeepseekV2Config defaults for the fields config.json leaves out (explicit nulls stay)."""
+    if text.get("model_type") != "deepseek_v2":
+        return {}
+    absent = {k: DEEPSEEK_V2_DEFAULTS[k] for k in _KV_FIELDS if not text.present(k)}
+    for key, value in absent.items():
+        text.warn(f"'{text.field(key)}' is absent: used the transformers DeepseekV2Config default "
+                  f"{value}, as vLLM does")
+    return absent
+
+
 def describe_deepseek(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     """vLLM: models/deepseek_v2.py DeepseekV2DecoderLayer (MLA when kv_lora_rank is set),
     models/deepseek_v32 (sparse indexer K cache on every layer with an indexer), deepseek_mtp.py
     (num_nextn_predict_layers MLA decoder layers at model.layers.{num_hidden_layers + k})."""
     text = text_cfg(top)
+    defaults = _v2_defaults(text)
+    if defaults:
+        text = Cfg({**text.data, **defaults}, text.source, text.path, text.warnings)
     n = num_layers_of(text)
     model_type = str(text.get("model_type", top.get("model_type", "")))
     rope = text.get_int("qk_rope_head_dim", 0, minimum=0)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from kvplan.config._common import TEXT_CONFIG_KEYS
+from kvplan.config.deepseek import DEEPSEEK_V2_DEFAULTS
 from kvplan.errors import ConfigError
 from kvplan.units import cdiv, dtype_size_bytes
 from kvplan.weights.core import (
@@ -48,13 +50,14 @@ class _Cfg:
         if not isinstance(config, Mapping):
             raise ConfigError("the model config must be a JSON object")
         self.top = config
-        text = config.get("text_config")
-        if isinstance(text, Mapping):
-            self.text = text
-        elif isinstance(config.get("llm_config"), Mapping):
-            self.text = config["llm_config"]
-        else:
-            self.text = config
+        self.text = _with_standard_names(next(
+            (config[k] for k in TEXT_CONFIG_KEYS if isinstance(config.get(k), Mapping)), config))
+
+    def with_fields(self, **fields: Any) -> _Cfg:
+        """A copy whose text config has `fields` replaced (one layer's own values)."""
+        copy = _Cfg(self.top)
+        copy.text = {**self.text, **fields}
+        return copy
 
     def get(self, *keys: str, default: Any = None) -> Any:
         for k in keys:
@@ -72,6 +75,37 @@ class _Cfg:
                               hint="weights cannot be estimated without it; give the checkpoint's "
                                    "safetensors files instead")
         return v
+
+
+def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The text config with the standard field names this estimate reads, for families whose
+    config class (vLLM's own or remote code) names them otherwise or defaults them differently."""
+    model_type = str(text.get("model_type", ""))
+    extra: dict[str, Any] = {}
+    if model_type == "chatglm":
+        # vLLM ChatGLMConfig (transformers_utils/configs/chatglm.py) defaults; models/chatglm.py:
+        # query_key_value has bias add_bias_linear or add_qkv_bias, dense_h_to_4h is gated (2 ×)
+        heads = int(text.get("num_attention_heads") or 32)
+        hidden = int(text.get("hidden_size") or 4096)
+        mqa = bool(text.get("multi_query_attention"))
+        extra = {"num_hidden_layers": text.get("num_layers") or 28, "hidden_size": hidden,
+                 "num_attention_heads": heads,
+                 "num_key_value_heads": (text.get("multi_query_group_num") or 1) if mqa else heads,
+                 "head_dim": hidden // heads, "vocab_size": text.get("padded_vocab_size") or 65024,
+                 "intermediate_size": text.get("ffn_hidden_size") or 13696,
+                 "attention_bias": bool(text.get("add_bias_linear")),
+                 "qkv_bias": bool(text.get("add_bias_linear") or text.get("add_qkv_bias"))}
+    elif model_type == "minicpm3":
+        # transformers MiniCPM3Config: v_head_dim None → hidden_size // heads; tied embeddings
+        extra = {"v_head_dim": text.get("v_head_dim") or
+                 int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40),
+                 "tie_word_embeddings": text.get("tie_word_embeddings", True)}
+    elif model_type == "deepseek_v2":
+        # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
+        extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
+    elif model_type == "internlm2":
+        extra = {"attention_bias": False, "bias": False}  # vLLM internlm2.py: wqkv/wo bias=False
+    return {**text, **extra} if extra else text
 
 
 def _layer_kinds(c: _Cfg, num_layers: int) -> list[str]:
@@ -236,6 +270,8 @@ def _moe_tensors(c: _Cfg, p: str, hidden: int, model_type: str) -> list[VirtualT
                VirtualTensor(f"{p}.mlp.experts.down_proj", (hidden, inter), "linear", experts),
                VirtualTensor(f"{p}.mlp.experts.down_proj_bias", (hidden,), "param", experts)]
         return out
+    if c.get("hybrid_override_pattern"):
+        return out + _nemotron_h_moe_tensors(c, p, hidden, experts, inter)
     if c.get("topk_method") == "noaux_tc" or c.get("use_routing_bias"):
         out.append(VirtualTensor(f"{p}.mlp.gate.e_score_correction_bias", (experts,), "router"))
     out += [VirtualTensor(f"{p}.mlp.experts.gate_proj.weight", (inter, hidden), "linear", experts),
@@ -251,6 +287,28 @@ def _moe_tensors(c: _Cfg, p: str, hidden: int, model_type: str) -> list[VirtualT
                             prefix="mlp.shared_expert")
         if model_type.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")):
             out.append(VirtualTensor(f"{p}.mlp.shared_expert_gate.weight", (1, hidden), "router"))
+    return out
+
+
+def _nemotron_h_moe_tensors(c: _Cfg, p: str, hidden: int, experts: int, inter: int
+                            ) -> list[VirtualTensor]:
+    """vLLM: models/nemotron_h.py NemotronHMoE — non-gated experts (activation_without_mul) on
+    moe_latent_size inputs when set (fc1/fc2_latent_proj around them), non-gated shared experts
+    of n_shared_experts × moe_shared_expert_intermediate_size, an e_score_correction_bias."""
+    latent = c.get("moe_latent_size")
+    width = int(latent) if latent is not None else hidden
+    bias = bool(c.get("mlp_bias"))
+    out = [VirtualTensor(f"{p}.mixer.gate.e_score_correction_bias", (experts,), "router"),
+           VirtualTensor(f"{p}.mixer.experts.up_proj.weight", (inter, width), "linear", experts),
+           VirtualTensor(f"{p}.mixer.experts.down_proj.weight", (width, inter), "linear", experts)]
+    if latent is not None:
+        out += [VirtualTensor(f"{p}.mixer.fc1_latent_proj.weight", (width, hidden), "linear"),
+                VirtualTensor(f"{p}.mixer.fc2_latent_proj.weight", (hidden, width), "linear")]
+    n_shared = int(c.get("n_shared_experts", default=0) or 0)
+    if n_shared:
+        shared = n_shared * int(c.get("moe_shared_expert_intermediate_size", default=inter))
+        out += _mlp_tensors(p, hidden, shared, gated=False, bias=bias,
+                            prefix="mixer.shared_experts")
     return out
 
 
@@ -299,6 +357,9 @@ def _gdn_tensors(c: _Cfg, p: str, hidden: int) -> list[VirtualTensor]:
 def _decoder_layer(c: _Cfg, i: int, kind: str, hidden: int, model_type: str, *,
                    prefix: str = "model.layers", in_dim: int | None = None) -> list[VirtualTensor]:
     p = f"{prefix}.{i}"
+    blocks = c.get("block_configs")
+    if isinstance(blocks, list) and i < len(blocks) and isinstance(blocks[i], Mapping):
+        return _nas_layer(c, p, blocks[i], hidden, model_type)
     out: list[VirtualTensor] = []
     nemotron_h = bool(c.get("hybrid_override_pattern"))
     if kind == "mamba2":
@@ -329,6 +390,54 @@ def _decoder_layer(c: _Cfg, i: int, kind: str, hidden: int, model_type: str, *,
     names = ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
              "post_feedforward_layernorm"][:n_norms]
     out += [VirtualTensor(f"{p}.{n}.weight", (hidden,), "norm") for n in names]
+    return out
+
+
+def _nemotron_h_mtp_tensors(c: _Cfg, pattern: str, hidden: int, model_type: str
+                            ) -> list[VirtualTensor]:
+    """vLLM: models/nemotron_h_mtp.py NemotronHMultiTokenPredictor — one layer per character of
+    mtp_hybrid_override_pattern ('*' attention, 'E' MoE) at mtp.layers.i; the first of a step
+    adds enorm, hnorm and eh_proj (2 × hidden → hidden), the last a final_layernorm; the
+    embedding and LM head are the target's."""
+    kinds = {"*": "attention", "E": "moe_only", "-": "mlp_only", "M": "mamba2"}
+    last = len(pattern) - 1
+    out: list[VirtualTensor] = []
+    for i, char in enumerate(pattern):
+        p = f"mtp.layers.{i}"
+        out += _decoder_layer(c, i, kinds.get(char, "attention"), hidden, model_type,
+                              prefix="mtp.layers")
+        if i == 0:
+            out += [VirtualTensor(f"{p}.enorm.weight", (hidden,), "norm"),
+                    VirtualTensor(f"{p}.hnorm.weight", (hidden,), "norm"),
+                    VirtualTensor(f"{p}.eh_proj.weight", (hidden, 2 * hidden), "linear")]
+        if i == last:
+            out.append(VirtualTensor(f"{p}.final_layernorm.weight", (hidden,), "norm"))
+    return out
+
+
+def _nas_layer(c: _Cfg, p: str, block: Mapping[str, Any], hidden: int, model_type: str
+               ) -> list[VirtualTensor]:
+    """vLLM: models/nemotron_nas.py DeciLMDecoderLayer — attention and input_layernorm unless
+    the block's attention is no_op (num_attention_heads // n_heads_in_group KV heads); a gated
+    Llama MLP of _ffn_mult_to_intermediate_size(ffn_mult) (else ffn.intermediate_size) and
+    post_attention_layernorm unless its ffn is no_op."""
+    attn = block.get("attention") or {}
+    ffn = block.get("ffn") or {}
+    out: list[VirtualTensor] = []
+    if not attn.get("no_op"):
+        heads = int(c.req("num_attention_heads"))
+        kv = heads // int(attn.get("n_heads_in_group") or 1)
+        out += _attention_tensors(c.with_fields(num_key_value_heads=kv), p, "attention", hidden,
+                                  hidden, model_type)
+        out.append(VirtualTensor(f"{p}.input_layernorm.weight", (hidden,), "norm"))
+    if not ffn.get("no_op"):
+        if ffn.get("ffn_mult") is not None:
+            # _ffn_mult_to_intermediate_size: int(2 * ffn_mult * hidden / 3) up to a multiple of 256
+            inter = cdiv(int(2 * float(ffn["ffn_mult"]) * hidden / 3), 256) * 256
+        else:
+            inter = int(ffn.get("intermediate_size") or c.req("intermediate_size"))
+        out += _mlp_tensors(p, hidden, inter, gated=True, bias=bool(c.get("mlp_bias")))
+        out.append(VirtualTensor(f"{p}.post_attention_layernorm.weight", (hidden,), "norm"))
     return out
 
 
@@ -412,7 +521,10 @@ def config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | Non
 
     # MTP modules shipped in the checkpoint (not loaded for the target; the MTP drafter loads them).
     n_mtp = int(c.get("num_nextn_predict_layers", default=0) or 0)
-    if n_mtp and method is None:
+    mtp_pattern = c.get("mtp_hybrid_override_pattern")
+    if n_mtp and method is None and isinstance(mtp_pattern, str) and mtp_pattern:
+        t += _nemotron_h_mtp_tensors(c, n_mtp * mtp_pattern, hidden, model_type)
+    elif n_mtp and method is None:
         for j in range(n_mtp):
             i = layers + j
             p = f"model.layers.{i}"
@@ -491,8 +603,8 @@ def count_parameters(config: Mapping[str, Any], *, draft_method: str | None = No
             parts["other"] += vt.numel
         elif ".experts." in vt.name:
             parts["experts"] += vt.numel
-        elif re.search(r"\.(mlp|mixer)\.(shared_experts?\.|dense_)?(gate|up|down)_proj|\.dense_mlp\.",
-                       vt.name):
+        elif re.search(r"\.(mlp|mixer)\.(shared_experts?\.|dense_)?(gate|up|down)_proj|\.dense_mlp\."
+                       r"|_latent_proj\.", vt.name):
             parts["mlp"] += vt.numel
         else:
             parts["attention"] += vt.numel
