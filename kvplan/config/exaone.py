@@ -23,7 +23,7 @@ def describe_exaone(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     heads = class_int(top, ("num_attention_heads",), 32, _CLS)
     kv = top.get_int("num_key_value_heads", None) or heads
     head_size = top.get_int("head_dim", None) or class_int(top, ("hidden_size",), 2048, _CLS) // heads
-    max_len = derived_max_len(top, {"max_position_embeddings": 2048})
+    max_len = derived_max_len(top, {"max_position_embeddings": 2048}, _CLS)
     layers = uniform_layers(n, "transformer.h.{}.attn.attention.attn", kv_heads=kv,
                             head_size=head_size)
     return plain_model(top, top, hf_quant_config, family="exaone", layers=layers, max_len=max_len)

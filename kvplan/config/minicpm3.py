@@ -22,7 +22,7 @@ def describe_minicpm3(top: Cfg, hf_quant_config: dict | None) -> ModelDescriptio
     heads = class_int(top, ("num_attention_heads",), 40, _CLS)
     head_size = (class_int(top, ("qk_nope_head_dim",), 64, _CLS)
                  + class_int(top, ("qk_rope_head_dim",), 32, _CLS))
-    max_len = derived_max_len(top, {"max_position_embeddings": 32768})
+    max_len = derived_max_len(top, {"max_position_embeddings": 32768}, _CLS)
     layers = uniform_layers(n, "model.layers.{}.self_attn.attn", kv_heads=heads,
                             head_size=head_size)
     return plain_model(top, top, hf_quant_config, family="minicpm3", layers=layers,

@@ -53,6 +53,6 @@ def describe_nemotron_nas(top: Cfg, hf_quant_config: dict | None) -> ModelDescri
                      "nemotron_nas.py: planned as full attention")
         layers.append(attention(i, attn_name(i), kv_heads=heads // group, head_size=head_size))
     # LlamaConfig.max_position_embeddings = 2048
-    max_len = derived_max_len(top, {"max_position_embeddings": 2048})
+    max_len = derived_max_len(top, {"max_position_embeddings": 2048}, _CLS)
     return plain_model(top, top, hf_quant_config, family="nemotron_nas", layers=layers,
                        max_len=max_len)

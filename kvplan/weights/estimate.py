@@ -77,6 +77,12 @@ class _Cfg:
         return v
 
 
+_MINICPM3_DEFAULTS = {"num_hidden_layers": 62, "hidden_size": 2560, "num_attention_heads": 40,
+                      "intermediate_size": 6400, "vocab_size": 73448, "kv_lora_rank": 256,
+                      "q_lora_rank": 768, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+                      "tie_word_embeddings": True}
+
+
 def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
     """The text config with the standard field names this estimate reads, for families whose
     config class (vLLM's own or remote code) names them otherwise or defaults them differently."""
@@ -96,10 +102,10 @@ def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
                  "attention_bias": bool(text.get("add_bias_linear")),
                  "qkv_bias": bool(text.get("add_bias_linear") or text.get("add_qkv_bias"))}
     elif model_type == "minicpm3":
-        # transformers MiniCPM3Config: v_head_dim None → hidden_size // heads; tied embeddings
-        extra = {"v_head_dim": text.get("v_head_dim") or
-                 int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40),
-                 "tie_word_embeddings": text.get("tie_word_embeddings", True)}
+        # transformers MiniCPM3Config defaults; v_head_dim None → hidden_size // heads
+        extra = {k: v for k, v in _MINICPM3_DEFAULTS.items() if k not in text}
+        extra["v_head_dim"] = text.get("v_head_dim") or (
+            int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40))
     elif model_type == "deepseek_v2":
         # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
         extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
