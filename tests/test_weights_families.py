@@ -124,3 +124,18 @@ def test_bytes_follow_the_config_dtype() -> None:
     wb = weight_bytes_from_config(cfg("THUDM--chatglm3-6b"))
     assert wb.total_bytes == 2 * wb.parameter_count  # float16
     assert wb.num_kv_heads == 2  # multi_query_group_num
+
+
+def test_internlm2_and_exaone_class_defaults() -> None:
+    # hand-written (no published InternLM2 config found): remote InternLM2Config defaults
+    # hidden 4096, 32 layers, 32 heads (= KV heads), intermediate 11008, vocab 103168, untied;
+    # vLLM internlm2.py builds wqkv / wo without bias even when the config says bias true
+    internlm2 = {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2",
+                 "bias": True, "tie_word_embeddings": False}
+    per_layer = 4 * 4096 * 4096 + 3 * 11008 * 4096 + 2 * 4096
+    assert count_parameters(internlm2).total == 2 * 103168 * 4096 + 32 * per_layer + 4096
+    # EXAONE-3.0 without intermediate_size: ExaoneConfig takes 4 × hidden = 16384
+    config = {k: v for k, v in cfg("LGAI-EXAONE--EXAONE-3.0-7.8B-Instruct").items()
+              if k != "intermediate_size"}
+    dense = count_parameters(cfg("LGAI-EXAONE--EXAONE-3.0-7.8B-Instruct")).mlp
+    assert count_parameters(config).mlp == dense // 14336 * 16384

@@ -83,6 +83,10 @@ _MINICPM3_DEFAULTS = {"num_hidden_layers": 62, "hidden_size": 2560, "num_attenti
                       "tie_word_embeddings": True}
 
 
+_INTERNLM2_DEFAULTS = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                       "intermediate_size": 11008, "vocab_size": 103168}
+
+
 def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
     """The text config with the standard field names this estimate reads, for families whose
     config class (vLLM's own or remote code) names them otherwise or defaults them differently."""
@@ -110,7 +114,16 @@ def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
         # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
         extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
     elif model_type == "internlm2":
-        extra = {"attention_bias": False, "bias": False}  # vLLM internlm2.py: wqkv/wo bias=False
+        # remote InternLM2Config defaults; vLLM internlm2.py: wqkv/wo bias=False
+        extra = {k: v for k, v in _INTERNLM2_DEFAULTS.items() if text.get(k) is None}
+        extra.update(attention_bias=False, bias=False)
+    elif model_type == "exaone":
+        # remote ExaoneConfig defaults (num_layers 32, hidden 2048, intermediate 4 × hidden)
+        hidden = int(text.get("hidden_size") or 2048)
+        extra = {"num_hidden_layers": text.get("num_layers") or 32, "hidden_size": hidden,
+                 "num_attention_heads": text.get("num_attention_heads") or 32,
+                 "vocab_size": text.get("vocab_size") or 102400,
+                 "intermediate_size": text.get("intermediate_size") or 4 * hidden}
     return {**text, **extra} if extra else text
 
 
