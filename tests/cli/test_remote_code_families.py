@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from kvplan.cli import app
+from tests.cli.test_startup import _heavy
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf-configs"
 
@@ -52,3 +53,10 @@ def test_retired_architecture_is_one_error_line(tmp_path: Path) -> None:
     assert lines[0].startswith("Error: ") and "until v0.9.2" in lines[0]
     assert lines[1].startswith("Hint: ")
     assert "Traceback" not in res.stderr
+
+
+def test_fast_adapters_stay_off_transformers() -> None:
+    # these families never need transformers: kvplan reads their config classes by hand
+    for name in ("THUDM--chatglm3-6b", "nvidia--Llama-3_3-Nemotron-Super-49B-v1",
+                 "deepseek-ai--deepseek-vl2"):
+        assert _heavy(["check", str(CONFIGS / name), "--gpu", "H100", "--json"]) == [], name
