@@ -120,9 +120,15 @@ def test_minicpm3_defaults() -> None:
     assert abs(pc.total / 4.07e9 - 1) < 0.01  # published 4.07B (hub page)
 
 
-def test_bytes_follow_the_config_dtype() -> None:
+def test_chatglm_bytes_match_a_real_index_total() -> None:
+    # ChatGLM2-6B's pytorch_model.bin.index.json has "total_size": 12487168064 (quoted in a
+    # public fine-tuning script, find_string id 31367392693). ChatGLM2-6B has the shapes of
+    # ChatGLM3-6B (28 layers, hidden 4096, padded vocab 65024, ffn 13696, MQA 2 groups, qkv bias;
+    # see its printed config, find_string id 48980543818). The checkpoint also stores
+    # rotary_pos_emb.inv_freq: (128 / 2) / 2 = 32 float16 values = 64 B, not a parameter.
     wb = weight_bytes_from_config(cfg("THUDM--chatglm3-6b"))
     assert wb.total_bytes == 2 * wb.parameter_count  # float16
+    assert wb.total_bytes + 64 == 12_487_168_064
     assert wb.num_kv_heads == 2  # multi_query_group_num
 
 
