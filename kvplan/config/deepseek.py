@@ -56,9 +56,10 @@ def _v2_defaults(text: Cfg) -> dict[str, int]:
     if text.get("model_type") != "deepseek_v2":
         return {}
     absent = {k: DEEPSEEK_V2_DEFAULTS[k] for k in _KV_FIELDS if not text.present(k)}
-    for key, value in absent.items():
-        text.warn(f"'{text.field(key)}' is absent: used the transformers DeepseekV2Config default "
-                  f"{value}, as vLLM does")
+    if absent:
+        used = ", ".join(f"{text.field(k)} = {v}" for k, v in absent.items())
+        text.warn(f"absent from config.json, so transformers' DeepseekV2Config defaults apply, "
+                  f"as in vLLM: {used}")
     return absent
 
 
