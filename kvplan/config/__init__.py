@@ -19,26 +19,15 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from kvplan.config import (
-    chatglm,
-    deepseek,
-    exaone,
-    gemma,
-    generic,
-    gpt_oss,
-    internlm2,
-    lfm2,
-    llama,
-    mamba,
-    mimo,
-    minicpm3,
-    minimax,
-    nemotron_nas,
-    qwen,
-)
+from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
 from kvplan.config import drafts as _drafts
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
+from kvplan.config.chatglm import describe_chatglm
 from kvplan.config.drafts import is_draft_architecture, mtp_draft
+from kvplan.config.exaone import describe_exaone
+from kvplan.config.internlm2 import describe_internlm2
+from kvplan.config.minicpm3 import describe_minicpm3
+from kvplan.config.nemotron_nas import describe_nemotron_nas
 from kvplan.config.retired import refuse_retired
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
 from kvplan.model import ModelDescription
@@ -98,12 +87,12 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
     "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
     # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
-    "ChatGLMModel": chatglm.describe_chatglm,
-    "ChatGLMForConditionalGeneration": chatglm.describe_chatglm,
-    "ExaoneForCausalLM": exaone.describe_exaone,
-    "InternLM2ForCausalLM": internlm2.describe_internlm2,
-    "MiniCPM3ForCausalLM": minicpm3.describe_minicpm3,
-    "DeciLMForCausalLM": nemotron_nas.describe_nemotron_nas,
+    "ChatGLMModel": describe_chatglm,
+    "ChatGLMForConditionalGeneration": describe_chatglm,
+    "ExaoneForCausalLM": describe_exaone,
+    "InternLM2ForCausalLM": describe_internlm2,
+    "MiniCPM3ForCausalLM": describe_minicpm3,
+    "DeciLMForCausalLM": describe_nemotron_nas,
     "DeepseekVLV2ForCausalLM": deepseek.describe_deepseek,
 }
 
@@ -129,9 +118,9 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
     "minimax_m1": minimax.describe_minimax_linear,
     "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
-    "chatglm": chatglm.describe_chatglm, "exaone": exaone.describe_exaone,
-    "internlm2": internlm2.describe_internlm2, "minicpm3": minicpm3.describe_minicpm3,
-    "nemotron-nas": nemotron_nas.describe_nemotron_nas,
+    "chatglm": describe_chatglm, "exaone": describe_exaone,
+    "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
+    "nemotron-nas": describe_nemotron_nas,
     "deepseek_vl_v2": deepseek.describe_deepseek,
 }
 
