@@ -261,10 +261,12 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                           ("TP×PP×DP", "left"), ("KV", "left"), ("draft", "left"),
                           ("conc.", "right"), ("KV tokens", "right"), ("headroom", "right"),
                           ("USD/h", "right")):
-            table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+            table.add_column(col, justify=just,  # type: ignore[arg-type]
+                             no_wrap=col != "GPU", overflow="fold")
         for i, c in enumerate(fit.candidates, 1):
             usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:.2f}"
-            table.add_row(str(i), escape(c.gpu) + ("*" if c.total_memory_nominal else ""),
+            name = c.gpu.removeprefix("NVIDIA ").removeprefix("AMD Instinct ")
+            table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
                           str(c.num_gpus),
                           f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
                           f"{c.data_parallel_size}", c.kv_cache_dtype,
