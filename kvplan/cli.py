@@ -201,13 +201,8 @@ def check(
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
         num_gpu_blocks_override=num_gpu_blocks_override,
-        speculative_method=speculative_method or spec_cfg.get("method"),
-        num_speculative_tokens=num_speculative_tokens
-        or int(spec_cfg.get("num_speculative_tokens") or 0),
-        draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
-        draft_tensor_parallel_size=draft_tensor_parallel_size
-        or spec_cfg.get("draft_tensor_parallel_size"),
-        draft_attention_backend=spec_cfg.get("attention_backend"),
+        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
+                              draft_kv_cache_dtype, draft_tensor_parallel_size),
         draft_block_size=draft_block_size)
     req = Request(model=model, deployment=dep, revision=revision,
                   draft=draft or spec_cfg.get("model"), gpu=gpu,
@@ -592,13 +587,8 @@ def fit(
         decode_context_parallel_size=decode_context_parallel_size,
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
-        speculative_method=speculative_method or spec_cfg.get("method"),
-        num_speculative_tokens=num_speculative_tokens
-        or int(spec_cfg.get("num_speculative_tokens") or 0),
-        draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
-        draft_tensor_parallel_size=draft_tensor_parallel_size
-        or spec_cfg.get("draft_tensor_parallel_size"),
-        draft_attention_backend=spec_cfg.get("attention_backend"),
+        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
+                              draft_kv_cache_dtype, draft_tensor_parallel_size),
         draft_block_size=draft_block_size)
     base = Request(model=model, deployment=dep, revision=revision,
                    draft=draft or spec_cfg.get("model"),
@@ -619,6 +609,17 @@ def fit(
     else:
         report.render_fit(result, _console())
     raise typer.Exit(EXIT_FITS if result.candidates else EXIT_DOES_NOT_FIT)
+
+
+def _speculative_fields(spec_cfg: dict[str, Any], method: str | None, num_tokens: int,
+                        draft_kv_cache_dtype: str | None, draft_tp: int | None) -> dict[str, Any]:
+    """The draft's Deployment fields: the flags, else `--speculative-config`'s keys."""
+    return dict(speculative_method=method or spec_cfg.get("method"),
+                num_speculative_tokens=num_tokens or int(spec_cfg.get("num_speculative_tokens")
+                                                         or 0),
+                draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
+                draft_tensor_parallel_size=draft_tp or spec_cfg.get("draft_tensor_parallel_size"),
+                draft_attention_backend=spec_cfg.get("attention_backend"))
 
 
 def main(argv: list[str] | None = None) -> None:
