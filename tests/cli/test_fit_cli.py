@@ -133,3 +133,16 @@ def test_check_says_when_the_total_is_nominal() -> None:
     res = runner.invoke(app, ["check", LLAMA, "--gpu", "l40s", "--max-model-len", "8k",
                               "--json"], env=ENV)
     assert not any("nominal" in w for w in json.loads(res.stdout)["warnings"])
+
+
+def test_readme_fit_example_is_the_real_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "README.md").read_text()
+    cmd_start = text.index(".venv/bin/kvplan fit ")
+    cmd = text[cmd_start:text.index("```", cmd_start)].replace("\\\n", " ")
+    out_start = text.index("```\n", text.index("```", cmd_start) + 3) + 4
+    shown = text[out_start:text.index("```", out_start)]
+    monkeypatch.chdir(root)
+    res = runner.invoke(app, shlex.split(cmd)[1:], env={"COLUMNS": "100", "NO_COLOR": "1"})
+    assert res.exit_code == 0, res.output
+    assert res.stdout == shown
