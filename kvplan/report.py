@@ -283,7 +283,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
     else:
         console.print(Text("NOTHING FITS", style="bold red"),
                       f"no deployment of at most {t.max_gpus} GPUs serves {t.concurrency} × "
-                      f"{t.max_model_len:,} tokens; the nearest misses:")
+                      f"{t.max_model_len:,} tokens" + ("; the nearest misses:" if fit.misses
+                                                        else "; no shape could be planned:"))
         for m in fit.misses:
             usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
             console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "

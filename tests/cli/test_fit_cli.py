@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.cli import app
+from kvplan.fit import FitResult
 
 runner = CliRunner()
 CONFIGS = Path(__file__).resolve().parent.parent / "data" / "hf-configs"
@@ -68,6 +69,12 @@ def test_nothing_fits_exit_1_with_nearest_misses() -> None:
     out = _fit_json(str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--max-model-len", "8k",
                     "--concurrency", "1", "--gpu", "L4,T4", "--max-gpus", "4")
     assert out["candidates"] == [] and out["misses"]
+    FitResult.model_validate(out)  # the JSON is the schema's
+    # only nvfp4 on Hopper: nothing to plan, said so
+    res = runner.invoke(app, ["fit", LLAMA, "--max-model-len", "8k", "--concurrency", "1",
+                              "--gpu", "H100", "--kv-cache-dtype", "nvfp4"], env=ENV)
+    assert res.exit_code == 1 and "no shape could be planned" in res.stdout
+    assert "not tried: nvfp4 KV" in res.stdout
 
 
 def test_prices_flag_and_file_override_the_catalogue(tmp_path: Path) -> None:
