@@ -55,8 +55,9 @@ class Resolved:
     draft_config: dict[str, Any] | None
     weight_headers: dict[str, dict] | None  # type: ignore[type-arg]
     notes: tuple[str, ...]
-    # weight totals, computed once per loaded model (sweeps and `fit` plan it many times)
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # weight totals (and bytes per rank), computed once per loaded model: sweeps and `fit` plan
+    # the same model many times
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def resolve(req: Request) -> Resolved:
@@ -133,8 +134,12 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
             w = weights.weight_bytes_from_config(res.target_config,
                                                  hf_quant_config=res.target_quant)
         res.memo["target_weights"] = w
-    per_rank = w.max_per_rank_bytes(tp, pp_size=pp, pp_partition=req.deployment.pp_layer_partition,
-                                    num_kv_heads=kv_heads)
+    key = ("target_per_rank", tp, pp, req.deployment.pp_layer_partition, kv_heads)
+    if key not in res.memo:
+        res.memo[key] = w.max_per_rank_bytes(tp, pp_size=pp,
+                                             pp_partition=req.deployment.pp_layer_partition,
+                                             num_kv_heads=kv_heads)
+    per_rank = res.memo[key]
     how = f"{w.method}{' (estimated)' if w.estimated else ''}, per rank at TP {tp}, PP {pp}"
     if res.draft is not None and res.draft_config is not None:
         dw = res.memo.get("draft_weights")
@@ -143,7 +148,9 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
                                                   draft_method=res.draft.draft_method)
             res.memo["draft_weights"] = dw
         dtp = req.deployment.draft_tensor_parallel_size or tp
-        per_rank += dw.per_rank_bytes(dtp)
+        if ("draft_per_rank", dtp) not in res.memo:
+            res.memo[("draft_per_rank", dtp)] = dw.per_rank_bytes(dtp)
+        per_rank += res.memo[("draft_per_rank", dtp)]
         how += f" + draft {dw.method} (estimated)"
     moe = text.get("moe_intermediate_size")
     return estimate_budget(
