@@ -74,7 +74,9 @@ class FitMiss(_Frozen):
     kv_cache_dtype: str
     speculative: bool
     usd_per_gpu_hour: float | None
-    closeness: float = Field(description="how near the target: 1.0 would meet it")
+    closeness: float = Field(description="the share of the target concurrency this shape reaches "
+                                         "within --max-gpus (a request that does not fit counts "
+                                         "as the share of its KV that does); 1.0 would meet it")
     lacks: str
 
 
@@ -412,7 +414,7 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
         largest = min(p.estimated_max_model_len, default=0)
         if p.error_message and not needed:
             return miss(0.0, p.error_message)
-        return miss(avail / needed if needed else 0.0,
+        return miss(avail / needed / concurrency if needed else 0.0,
                     f"one {max_model_len:,}-token request needs {format_gib(needed)} GiB of KV per "
                     f"GPU, {format_gib(avail)} GiB available (short "
                     f"{format_gib(needed - avail)} GiB); largest max_model_len that fits: "
@@ -421,7 +423,7 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
     seqs = base.deployment.max_num_seqs or default_batch_limits(total_bytes, shape.gpu.name)[1]
     per_replica = min(int(p.max_concurrency + 1e-9), seqs)
     if per_replica < 1:
-        return miss(p.max_concurrency, f"max concurrency {p.max_concurrency:.2f} at "
+        return miss(p.max_concurrency / concurrency, f"max concurrency {p.max_concurrency:.2f} at "
                                        f"{max_model_len:,} tokens: not one whole request")
     dp = math.ceil(concurrency / per_replica)
     per_dp_gpus = shape.tp * shape.pp

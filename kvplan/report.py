@@ -289,7 +289,7 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
             console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "
                           f"{m.pipeline_parallel_size}, KV {m.kv_cache_dtype}, draft "
-                          f"{'on' if m.speculative else 'off'} — {m.closeness:.0%} of the way: "
+                          f"{'on' if m.speculative else 'off'} — reaches {m.closeness:.0%} of the target: "
                           f"{escape(m.lacks)}")
     by_dtype: dict[str, list[str]] = {}
     by_reason: dict[str, list[str]] = {}

@@ -134,6 +134,19 @@ def test_concurrency_miss_names_what_is_lacking() -> None:
     assert fit.misses == sorted(fit.misses, key=lambda m: -m.closeness)
 
 
+def test_misses_rank_by_the_share_of_the_target_they_reach() -> None:
+    # Llama-3.1-8B at 128k × 64 within 2 GPUs: an H100 holds whole requests (DP-limited), an L4
+    # does not hold one in bf16 — the H100 misses are nearer than any L4 miss
+    fit = search(Request(model=LLAMA_8B), max_model_len=131072, concurrency=64,
+                 gpus=["L4", "H100"], kv_dtypes=["auto"], max_gpus=2, top=20)
+    assert fit.candidates == []
+    first = fit.misses[0]
+    assert first.gpu == "NVIDIA H100 SXM 80GB" and "--max-gpus 2" in first.lacks
+    l4 = [m for m in fit.misses if m.gpu == "NVIDIA L4"]
+    assert l4 and all(m.closeness < first.closeness for m in l4)
+    assert all(m.closeness <= 1 / 64 for m in l4)  # under one request of the 64
+
+
 def test_draft_is_searched_on_and_off_and_lines_carry_it() -> None:
     qwen = str(CONFIGS / "Qwen--Qwen3.5-27B")
     draft = str(CONFIGS / "z-lab--Qwen3.8-27B-DFlash2")
