@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvplan import hardware
 from kvplan.budget import default_batch_limits
 from kvplan.deploy import Request, Resolved, evaluate, resolve
+from kvplan.engine.profiles import get_profile
 from kvplan.errors import InputError, KvplanError
 from kvplan.units import format_gib, normalize_kv_cache_dtype
 
@@ -39,7 +40,7 @@ class FitTarget(_Frozen):
     draft: str | None = None
     max_model_len: int
     concurrency: int = Field(description="concurrent requests of max_model_len tokens to serve")
-    vllm_version: str | None = None
+    vllm_version: str = Field(description="the release profile planned")
     gpus: list[str]
     kv_cache_dtypes: list[str]
     max_gpus: int
@@ -372,7 +373,7 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
                                              * m.pipeline_parallel_size, m.gpu))[:top]
     target = FitTarget(model=base.model, draft=base.draft if has_draft else None,
                        max_model_len=max_model_len, concurrency=concurrency,
-                       vllm_version=base.deployment.vllm_version,
+                       vllm_version=get_profile(base.deployment.vllm_version).version,
                        gpus=[g.name for g in gpu_rows], kv_cache_dtypes=dtypes, max_gpus=max_gpus)
     return FitResult(target=target, candidates=found[:top], num_fitting=len(found), misses=near,
                      skipped=list(skipped), planned=planned, pruned=pruned)

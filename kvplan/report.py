@@ -250,7 +250,7 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
     t = fit.target
     console.print(Text.assemble(("kvplan fit", "bold"), f"  model {t.model}",
                                 f"  draft {t.draft}" if t.draft else "",
-                                f"  vLLM {t.vllm_version or 'newest profile'}"))
+                                f"  vLLM {t.vllm_version}"))
     console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
                   f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
                   f"{t.max_gpus} GPUs")
