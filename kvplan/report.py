@@ -279,7 +279,9 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
         console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
                       "per replica; headroom = conc. over the target"
                       + ("; * nominal GPU memory (not measured)" if any(
-                          c.total_memory_nominal for c in fit.candidates) else "") + ".[/]")
+                          c.total_memory_nominal for c in fit.candidates) else "")
+                      + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
+                          c.usd_per_hour is None for c in fit.candidates) else "") + ".[/]")
     else:
         console.print(Text("NOTHING FITS", style="bold red"),
                       f"no deployment of at most {t.max_gpus} GPUs serves {t.concurrency} × "

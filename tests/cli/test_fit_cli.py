@@ -94,6 +94,20 @@ def test_prices_flag_and_file_override_the_catalogue(tmp_path: Path) -> None:
     assert out["candidates"][0]["gpu"] == "NVIDIA H100 SXM 80GB"
 
 
+def test_unpriced_gpus_rank_after_priced_ones() -> None:
+    # the B300 has no catalogue price: asked for by name, it is planned and ranked last
+    out = _fit_json(LLAMA, "--max-model-len", "32k", "--concurrency", "4", "--gpu", "B300,L40S",
+                    "--top", "50")
+    prices = [c["usd_per_hour"] for c in out["candidates"]]
+    assert None in prices and prices.index(None) > 0
+    assert all(p is None for p in prices[prices.index(None):])
+    b300 = next(c for c in out["candidates"] if c["gpu"] == "NVIDIA B300")
+    assert b300["total_memory_nominal"] and b300["usd_per_gpu_hour"] is None
+    res = runner.invoke(app, ["fit", LLAMA, "--max-model-len", "32k", "--concurrency", "4",
+                              "--gpu", "B300"], env=ENV)
+    assert res.exit_code == 0 and "no price, ranked last" in res.stdout and "B300*" in res.stdout
+
+
 def _bad(args: list[str], word: str) -> None:
     res = runner.invoke(app, args, env=ENV)
     assert res.exit_code == 2, res.output
