@@ -31,6 +31,7 @@ fuzz: install
 
 schema: install
 	$(BIN)/python -m kvplan.plan > docs/plan.schema.json
+	$(BIN)/python -m kvplan.fit > docs/fit.schema.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

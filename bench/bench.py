@@ -18,6 +18,8 @@ from kvplan.specfile import load_spec_file
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "tests" / "data" / "golden" / "cases" / "seed_dflash_qwen35_27b.json"
 LLAMA = ROOT / "tests" / "data" / "hf-configs" / "meta-llama--Llama-3.1-8B"
+QWEN = ROOT / "examples" / "configs" / "Qwen--Qwen3.5-27B"
+DFLASH = ROOT / "examples" / "configs" / "z-lab--Qwen3.8-27B-DFlash2"
 
 
 def hybrid_100_layers() -> PlannerInput:
@@ -80,6 +82,22 @@ def main() -> None:
     dt = time.perf_counter() - t
     rows.append((f"sweep: 3 GPUs × 3 KV dtypes × {len(lengths):,} lengths (Llama-3.1-8B)",
                  f"{dt:.2f} s", f"{sw.plans_evaluated / dt:,.0f} plans/s"))
+    # kvplan fit: every priced catalogue GPU × TP × PP × KV dtype × draft on/off (no pruning),
+    # then the default search (pruned: stops once nothing left can be cheaper)
+    from kvplan.fit import search
+
+    fit_req = Request(model=str(QWEN), draft=str(DFLASH),
+                      deployment=Deployment(num_speculative_tokens=7))
+    t = time.perf_counter()
+    full = search(fit_req, max_model_len=131072, concurrency=16, prune=False)
+    dt = time.perf_counter() - t
+    rows.append((f"fit: {full.planned:,} candidates, no pruning (Qwen3.5-27B + DFlash, 128k × 16)",
+                 f"{dt:.2f} s", f"{full.planned / dt:,.0f} fit candidates planned/s"))
+    t = time.perf_counter()
+    pruned = search(fit_req, max_model_len=131072, concurrency=16)
+    dt = time.perf_counter() - t
+    rows.append((f"fit: the same, pruned ({pruned.planned} planned, {pruned.pruned} skipped)",
+                 f"{dt:.2f} s", f"{pruned.planned / dt:,.0f} fit candidates planned/s"))
     rows.append(("cold start: kvplan --help", f"{cold_start(['--help']) * 1e3:.0f} ms", "median of 7"))
     rows.append(("cold start: kvplan check --specs seed --json",
                  f"{cold_start(['check', '--specs', str(SEED), '--json']) * 1e3:.0f} ms", "median of 7"))

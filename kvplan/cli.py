@@ -201,13 +201,8 @@ def check(
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
         num_gpu_blocks_override=num_gpu_blocks_override,
-        speculative_method=speculative_method or spec_cfg.get("method"),
-        num_speculative_tokens=num_speculative_tokens
-        or int(spec_cfg.get("num_speculative_tokens") or 0),
-        draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
-        draft_tensor_parallel_size=draft_tensor_parallel_size
-        or spec_cfg.get("draft_tensor_parallel_size"),
-        draft_attention_backend=spec_cfg.get("attention_backend"),
+        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
+                              draft_kv_cache_dtype, draft_tensor_parallel_size),
         draft_block_size=draft_block_size)
     req = Request(model=model, deployment=dep, revision=revision,
                   draft=draft or spec_cfg.get("model"), gpu=gpu,
@@ -514,6 +509,117 @@ def _parse_max_model_len(value: str | None) -> tuple[int | None, bool]:
         raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
                          hint="or use --max-model-len auto")
     return n, False
+
+
+@app.command()
+@handles_errors
+def fit(
+    model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
+    max_model_len: Annotated[str, Opt("--max-model-len", help="the context length to serve, "
+                                      "128k style")],
+    concurrency: Annotated[int, Opt("--concurrency", help="concurrent requests of that length")],
+    gpu: Annotated[str | None, Opt("--gpu", help="comma-separated catalogue names (default: "
+                                   "every catalogue GPU with a price)")] = None,
+    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype",
+                                       help="comma-separated; only those the GPU runs natively "
+                                            "are tried")] = "auto,fp8,nvfp4",
+    max_gpus: Annotated[int, Opt("--max-gpus", help="at most this many GPUs (TP×PP×DP)")] = 8,
+    price: Annotated[list[str] | None, Opt("--price", help="GPU=USD per GPU-hour; repeatable")
+                     ] = None,
+    prices: Annotated[Path | None, Opt("--prices", help="file of GPU=USD lines or a JSON "
+                                       "object")] = None,
+    top: Annotated[int, Opt("--top", help="how many deployments to show")] = 5,
+    draft: Annotated[str | None, Opt("--draft", help="draft head (also tried without it)")] = None,
+    speculative_config: Annotated[str | None, Opt("--speculative-config")] = None,
+    speculative_method: Annotated[str | None, Opt("--speculative-method")] = None,
+    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
+    draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype")] = None,
+    draft_tensor_parallel_size: Annotated[int | None, Opt("--draft-tensor-parallel-size")] = None,
+    draft_block_size: Annotated[int | None, Opt("--draft-block-size")] = None,
+    dtype: Annotated[str, Opt("--dtype")] = "auto",
+    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
+    block_size: Annotated[int | None, Opt("--block-size")] = None,
+    decode_context_parallel_size: Annotated[int, Opt("--decode-context-parallel-size",
+                                                     "-dcp")] = 1,
+    enable_prefix_caching: Annotated[bool, Opt(
+        "--enable-prefix-caching/--no-enable-prefix-caching")] = True,
+    mamba_cache_dtype: Annotated[str, Opt("--mamba-cache-dtype")] = "auto",
+    mamba_ssm_cache_dtype: Annotated[str, Opt("--mamba-ssm-cache-dtype")] = "auto",
+    attention_backend: Annotated[str | None, Opt("--attention-backend")] = None,
+    gpu_memory_utilization: Annotated[float | None, Opt("--gpu-memory-utilization")] = None,
+    enforce_eager: Annotated[bool, Opt("--enforce-eager")] = False,
+    revision: Annotated[str | None, Opt("--revision")] = None,
+    vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile (default newest)")] = None,
+    with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
+    as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
+) -> None:
+    """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
+    --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
+    from kvplan import report
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request
+    from kvplan.fit import parse_price, parse_prices_file, search
+
+    mml, auto = _parse_max_model_len(max_model_len)
+    if auto or mml is None:
+        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
+                         hint="e.g. --max-model-len 128k")
+    if concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
+                         hint="the number of concurrent requests of --max-model-len tokens")
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
+    price_map: dict[str, float] = {}
+    if prices is not None:
+        if not prices.is_file():
+            raise InputError(f"prices file {prices} does not exist")
+        try:
+            text = prices.read_bytes()[: 1 << 20].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"prices file {prices} is not UTF-8 text (byte {exc.start})") from None
+        price_map.update(parse_prices_file(text, f"prices file {prices}"))
+    price_map.update(dict(parse_price(p) for p in price or []))
+    spec_cfg = _speculative_config(speculative_config)
+    dep = Deployment(
+        vllm_version=vllm, with_fix=with_fix, dtype=dtype, block_size=block_size,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        decode_context_parallel_size=decode_context_parallel_size,
+        enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
+        mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
+        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
+                              draft_kv_cache_dtype, draft_tensor_parallel_size),
+        draft_block_size=draft_block_size)
+    base = Request(model=model, deployment=dep, revision=revision,
+                   draft=draft or spec_cfg.get("model"),
+                   gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager)
+    gpus = [g.strip() for g in gpu.split(",") if g.strip()] if gpu is not None else None
+    if gpu is not None and not gpus:
+        raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    dtypes = [d.strip() for d in kv_cache_dtype.split(",") if d.strip()]
+    progress = report.DelayedProgress(_console(stderr=True), "planning deployments")
+    try:
+        result = search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
+                        kv_dtypes=dtypes, max_gpus=max_gpus, prices=price_map, top=top,
+                        progress=progress)
+    finally:
+        progress.close()
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        report.render_fit(result, _console())
+    raise typer.Exit(EXIT_FITS if result.candidates else EXIT_DOES_NOT_FIT)
+
+
+def _speculative_fields(spec_cfg: dict[str, Any], method: str | None, num_tokens: int,
+                        draft_kv_cache_dtype: str | None, draft_tp: int | None) -> dict[str, Any]:
+    """The draft's Deployment fields: the flags, else `--speculative-config`'s keys."""
+    return dict(speculative_method=method or spec_cfg.get("method"),
+                num_speculative_tokens=num_tokens or int(spec_cfg.get("num_speculative_tokens")
+                                                         or 0),
+                draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
+                draft_tensor_parallel_size=draft_tp or spec_cfg.get("draft_tensor_parallel_size"),
+                draft_attention_backend=spec_cfg.get("attention_backend"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -55,6 +55,9 @@ class Resolved:
     draft_config: dict[str, Any] | None
     weight_headers: dict[str, dict] | None  # type: ignore[type-arg]
     notes: tuple[str, ...]
+    # weight totals (and bytes per rank), computed once per loaded model: sweeps and `fit` plan
+    # the same model many times
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def resolve(req: Request) -> Resolved:
@@ -98,6 +101,9 @@ def _gpu(req: Request) -> tuple[Any, int | None, str | None]:
 
     g = hardware.lookup_gpu(req.gpu)
     note = f"GPU {req.gpu!r}: {g.resolved_from}" if g.resolved_from else None
+    if g.total_memory_nominal and req.gpu_memory_bytes is None:
+        nominal = f"{g.name}: {hardware.nominal_memory_note(g)}"
+        note = f"{note}; {nominal}" if note else nominal
     return g, hardware.sm_version(g), note
 
 
@@ -119,18 +125,32 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
     text = _text_config(res.target_config, req.model)
     kv_heads = text.get("num_key_value_heads")
     layers = text.get("num_hidden_layers")
-    if res.weight_headers:
-        w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
-                                                  num_kv_heads=kv_heads)
-    else:
-        w = weights.weight_bytes_from_config(res.target_config, hf_quant_config=res.target_quant)
-    per_rank = w.max_per_rank_bytes(tp, pp_size=pp, pp_partition=req.deployment.pp_layer_partition,
-                                    num_kv_heads=kv_heads)
+    w = res.memo.get("target_weights")
+    if w is None:
+        if res.weight_headers:
+            w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
+                                                      num_kv_heads=kv_heads)
+        else:
+            w = weights.weight_bytes_from_config(res.target_config,
+                                                 hf_quant_config=res.target_quant)
+        res.memo["target_weights"] = w
+    key = ("target_per_rank", tp, pp, req.deployment.pp_layer_partition, kv_heads)
+    if key not in res.memo:
+        res.memo[key] = w.max_per_rank_bytes(tp, pp_size=pp,
+                                             pp_partition=req.deployment.pp_layer_partition,
+                                             num_kv_heads=kv_heads)
+    per_rank = res.memo[key]
     how = f"{w.method}{' (estimated)' if w.estimated else ''}, per rank at TP {tp}, PP {pp}"
     if res.draft is not None and res.draft_config is not None:
-        dw = weights.weight_bytes_from_config(res.draft_config, draft_method=res.draft.draft_method)
+        dw = res.memo.get("draft_weights")
+        if dw is None:
+            dw = weights.weight_bytes_from_config(res.draft_config,
+                                                  draft_method=res.draft.draft_method)
+            res.memo["draft_weights"] = dw
         dtp = req.deployment.draft_tensor_parallel_size or tp
-        per_rank += dw.per_rank_bytes(dtp)
+        if ("draft_per_rank", dtp) not in res.memo:
+            res.memo[("draft_per_rank", dtp)] = dw.per_rank_bytes(dtp)
+        per_rank += res.memo[("draft_per_rank", dtp)]
         how += f" + draft {dw.method} (estimated)"
     moe = text.get("moe_intermediate_size")
     return estimate_budget(

@@ -1,9 +1,11 @@
 """GPU catalogue: the runtime-reported total memory, architecture and KV-dtype gates per GPU.
 
-The rows come from the packaged `data/gpus.csv` (a byte copy of the shared reference data; every
-number is cited there). `total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo` reports,
-not the marketing "80 GB"; rows without a citable measurement leave it empty and the budget
-functions then ask for `--gpu-memory`. Nothing here talks to a GPU or calls nvidia-smi.
+The rows come from the packaged `data/gpus.csv`: the shared reference data (every measured number
+is cited there) plus kvplan's columns — the vendor's memory capacity, a typical on-demand price
+per GPU-hour, and their sources. `total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo`
+reports, not the marketing "80 GB". Rows without a citable measurement get a *nominal* total
+derived from the vendor's capacity (`nominal_total_bytes`, `total_memory_nominal=True`); the
+derivation is in docs/gpu-catalogue.md. Nothing here talks to a GPU or calls nvidia-smi.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ class Gpu(BaseModel):
     nvfp4_note: str = ""
     notes: str = ""
     resolved_from: str | None = None
+    # kvplan's columns: vendor capacity (GB as printed; HBM/GDDR capacities are binary), whether
+    # ECC on GDDR memory takes 1/16 of it, and a typical on-demand price per GPU-hour
+    total_memory_nominal: bool = False  # total_memory_bytes is derived, not measured
+    nominal_basis: str = ""  # how, when it is nominal
+    spec_memory_gb: float | None = None
+    spec_memory_source: str | None = None
+    gddr_ecc: bool = False
+    usd_per_hour: float | None = None
+    usd_per_hour_source: str | None = None
 
     @property
     def is_nvidia(self) -> bool:
@@ -67,16 +78,62 @@ def _parse_cc(text: str) -> tuple[int, int] | str:
     return t
 
 
+# The runtime reports a little less than the vendor's capacity (driver reserve, page tables):
+# measured / capacity over the catalogue's measured rows is 0.976-0.996 on NVIDIA (median 0.989;
+# this is the lower quartile, so a nominal total rarely overstates) and 0.9997-0.9999 on AMD.
+# ECC on GDDR6 (A10, L4, L40S, T4 ...) keeps 1/16 of the capacity for check bits.
+RUNTIME_SHARE_OF_CAPACITY = {"NVIDIA": 0.983, "AMD": 0.999}
+GDDR_ECC_SHARE = 15 / 16
+
+
+def nominal_total_bytes(vendor: str, spec_memory_gb: float, *, gddr_ecc: bool = False) -> int:
+    """The runtime total a GPU of this capacity would report, floored to whole MiB."""
+    share = RUNTIME_SHARE_OF_CAPACITY.get(vendor.upper(), RUNTIME_SHARE_OF_CAPACITY["NVIDIA"])
+    raw = spec_memory_gb * 2**30 * (GDDR_ECC_SHARE if gddr_ecc else 1.0) * share
+    return int(raw // 2**20) * 2**20
+
+
+def nominal_memory_note(gpu: Gpu) -> str:
+    """How a nominal total was derived (for `check` notes and `kvplan gpus`)."""
+    return (f"nominal total {format_gib(gpu.total_memory_bytes or 0)} GiB = {gpu.nominal_basis}, "
+            "not measured; pass --gpu-memory with the runtime total to be exact")
+
+
+def _nominal_basis(vendor: str, spec_gb: float, ecc: bool) -> str:
+    share = RUNTIME_SHARE_OF_CAPACITY.get(vendor.upper(), RUNTIME_SHARE_OF_CAPACITY["NVIDIA"])
+    return (f"vendor capacity {spec_gb:g} GB" + (" × 15/16 (ECC on GDDR)" if ecc else "")
+            + f" × {share} (runtime reserve)")
+
+
 def _row_to_gpu(row: dict[str, str]) -> Gpu:
     total = row["total_memory_bytes"].strip()
+    spec = row.get("spec_memory_gb", "").strip()
+    ecc = row.get("gddr_ecc", "").strip().lower() == "yes"
+    gib = row.get("nominal_total_gib", "").strip()
+    nominal: int | None = None
+    basis = ""
+    if not total and gib:  # a GiB-level runtime report (vLLM/PyTorch text), not exact bytes
+        nominal = int(float(gib) * 2**30)
+        basis = f"a GiB-level runtime report ({gib} GiB, see the row notes)"
+    elif not total and spec:
+        nominal = nominal_total_bytes(row["vendor"], float(spec), gddr_ecc=ecc)
+        basis = _nominal_basis(row["vendor"], float(spec), ecc)
+    price = row.get("usd_per_hour", "").strip()
     return Gpu(
         name=row["name"].strip(),
         aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
         vendor=row["vendor"].strip(),
         arch=row["arch"].strip(),
         compute_capability=_parse_cc(row["compute_capability"]),
-        total_memory_bytes=int(total) if total else None,
+        total_memory_bytes=int(total) if total else nominal,
+        total_memory_nominal=not total and nominal is not None,
+        nominal_basis=basis,
         source=row["total_memory_source"].strip() or None,
+        spec_memory_gb=float(spec) if spec else None,
+        spec_memory_source=row.get("spec_memory_source", "").strip() or None,
+        gddr_ecc=ecc,
+        usd_per_hour=float(price) if price else None,
+        usd_per_hour_source=row.get("usd_per_hour_source", "").strip() or None,
         supports_fp8_kv=row["fp8"].strip().lower().startswith("native"),
         supports_nvfp4_kv=row["nvfp4"].strip().lower().startswith("native"),
         fp8_note=row["fp8"].strip(),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -226,15 +228,88 @@ def render_markdown(plan: Plan) -> str:
 def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
     table = Table(title="GPU catalogue (memory as the CUDA/HIP runtime reports it)",
                   title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col in ("name", "arch", "memory", "fp8 KV", "nvfp4 KV"):
-        table.add_column(col, justify="right" if col == "memory" else "left")
+    for col in ("name", "arch", "memory", "fp8 KV", "nvfp4 KV", "USD/h"):
+        table.add_column(col, justify="right" if col in ("memory", "USD/h") else "left")
     for g in rows:
         mem = f"{g.total_memory_bytes / 2**30:.2f} GiB" if g.total_memory_bytes else "unmeasured"
+        if g.total_memory_nominal:
+            mem += "*"
+        price = "-" if g.usd_per_hour is None else f"{g.usd_per_hour:.2f}" + (
+            "~" if (g.usd_per_hour_source or "").startswith("estimate") else "")
         table.add_row(escape(g.name), escape(g.arch), mem, "yes" if g.supports_fp8_kv else "-",
-                      "yes" if g.supports_nvfp4_kv else "-")
+                      "yes" if g.supports_nvfp4_kv else "-", price)
     console.print(table)
-    console.print("[dim]unmeasured: pass --gpu-memory with the runtime total "
-                  "(torch.cuda.mem_get_info()[1]).[/]")
+    console.print("[dim]* nominal: the vendor's capacity less the runtime reserve, not measured; "
+                  "pass --gpu-memory with the runtime total (torch.cuda.mem_get_info()[1]).[/]")
+    console.print("[dim]USD/h: typical on-demand price per GPU (~ = estimate); sources in "
+                  "`kvplan gpus --json` and docs/gpu-catalogue.md; override with --price GPU=USD.[/]")
+
+
+def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
+    """`kvplan fit`: the cheapest deployments first, each with its serve and check lines."""
+    t = fit.target
+    console.print(Text.assemble(("kvplan fit", "bold"), f"  model {t.model}",
+                                f"  draft {t.draft}" if t.draft else "",
+                                f"  vLLM {t.vllm_version}"))
+    console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
+                  f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
+                  f"{t.max_gpus} GPUs")
+    if fit.candidates:
+        table = Table(title="cheapest first (USD per hour, then GPU count)", title_justify="left",
+                      box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+        for col, just in (("#", "right"), ("GPU", "left"), ("n", "right"),
+                          ("TP×PP×DP", "left"), ("KV", "left"), ("draft", "left"),
+                          ("conc.", "right"), ("KV tokens", "right"), ("headroom", "right"),
+                          ("USD/h", "right")):
+            table.add_column(col, justify=just,  # type: ignore[arg-type]
+                             no_wrap=col != "GPU", overflow="fold")
+        for i, c in enumerate(fit.candidates, 1):
+            usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:.2f}"
+            name = c.gpu.removeprefix("NVIDIA ").removeprefix("AMD Instinct ")
+            table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
+                          str(c.num_gpus),
+                          f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
+                          f"{c.data_parallel_size}", c.kv_cache_dtype,
+                          "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
+                          f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
+        console.print(table)
+        for i, c in enumerate(fit.candidates, 1):
+            console.print(f"{i}. [dim]$[/] {escape(c.vllm_serve)}", soft_wrap=True)
+            console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
+        console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
+                      "per replica; headroom = conc. over the target"
+                      + ("; * nominal GPU memory (not measured)" if any(
+                          c.total_memory_nominal for c in fit.candidates) else "")
+                      + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
+                          c.usd_per_hour is None for c in fit.candidates) else "") + ".[/]")
+    else:
+        console.print(Text("NOTHING FITS", style="bold red"),
+                      f"no deployment of at most {t.max_gpus} GPUs serves {t.concurrency} × "
+                      f"{t.max_model_len:,} tokens" + ("; the nearest misses:" if fit.misses
+                                                        else "; no shape could be planned:"))
+        for m in fit.misses:
+            usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
+            console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "
+                          f"{m.pipeline_parallel_size}, KV {m.kv_cache_dtype}, draft "
+                          f"{'on' if m.speculative else 'off'} — reaches {m.closeness:.0%} of the target: "
+                          f"{escape(m.lacks)}")
+    by_dtype: dict[str, list[str]] = {}
+    by_reason: dict[str, list[str]] = {}
+    for s in fit.skipped:
+        if s.kv_cache_dtype is not None:
+            by_dtype.setdefault(s.kv_cache_dtype, []).append(s.gpu.removeprefix("NVIDIA "))
+        else:
+            by_reason.setdefault(s.reason, []).append(
+                f"TP {s.tensor_parallel_size}×PP {s.pipeline_parallel_size}")
+    for dt, names in by_dtype.items():
+        console.print(f"[dim]not tried: {dt} KV on {len(names)} GPU type(s) without native "
+                      f"support in this release ({escape(', '.join(names[:6]))}"
+                      f"{', …' if len(names) > 6 else ''}); reasons in --json[/]")
+    for reason, shapes in by_reason.items():
+        console.print(f"[dim]not plannable: {escape(', '.join(dict.fromkeys(shapes)))}: "
+                      f"{escape(reason)}[/]")
+    console.print(f"[dim]{fit.planned:,} replica shapes planned, {fit.pruned:,} skipped because "
+                  f"they cannot be cheaper; {fit.num_fitting:,} meet the target.[/]")
 
 
 def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:  # type: ignore[type-arg]
@@ -359,3 +434,37 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
                           + (f" — {escape(e.hint)}" if e.hint else ""))
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}")
+
+
+class DelayedProgress:
+    """A progress bar on stderr that appears only once the work has taken `delay_s` seconds
+    (and only on a terminal). Call it as `progress(done, total)`; `close()` at the end."""
+
+    def __init__(self, console: Console, description: str, delay_s: float = 1.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self._clock = clock or time.monotonic
+        self._start = self._clock()
+        self._console, self._description, self._delay_s = console, description, delay_s
+        self._bar: Any = None
+        self._task: Any = None
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if self._clock() - self._start < self._delay_s or not self._console.is_terminal:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), console=self._console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self._description, total=total)
+            self.shown = True
+        self._bar.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -156,9 +156,8 @@ def test_estimate_with_catalogue_gpu_and_defaults():
     b = estimate_budget(lookup_gpu("h100"), None, 15 * GiB, **LLAMA_8B)
     assert b.total_memory_bytes == 85045477376
     assert any("8192" in w and "1024" in w for w in b.warnings)  # vllm serve defaults on H100
-    with pytest.raises(InputError) as ei:
-        estimate_budget(lookup_gpu("h100 pcie"), None, 15 * GiB, **LLAMA_8B)
-    assert "--gpu-memory" in ei.value.hint
+    nominal = estimate_budget(lookup_gpu("h100 pcie"), None, 15 * GiB, **LLAMA_8B)
+    assert nominal.total_memory_bytes == 80527 * 2**20  # 80 GB × 0.983, floored to MiB
     ok = estimate_budget(lookup_gpu("h100 pcie"), None, 15 * GiB, gpu_memory_override="79GiB",
                          **LLAMA_8B)
     assert ok.total_memory_bytes == 79 * GiB
