@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvplan import __version__
 from kvplan.budget import KvBudget
 from kvplan.engine.planner import EngineResult
 from kvplan.engine.serialize import contract_dict
@@ -48,6 +49,7 @@ class GroupRow(FrozenModel):
 
 class Plan(FrozenModel):
     schema_version: int = SCHEMA_VERSION
+    kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
     model: str
     draft: str | None = None
     vllm_version: str

@@ -19,3 +19,9 @@ def test_schema_names_the_version_and_the_verdicts() -> None:
     assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
     verdicts = schema["$defs"]["Verdict"]["enum"]
     assert verdicts == ["FITS", "DOES NOT FIT", "CANNOT GROUP"]
+
+
+def test_schema_names_the_kvplan_version() -> None:
+    from kvplan import __version__
+
+    assert json_schema()["properties"]["kvplan_version"]["default"] == __version__
