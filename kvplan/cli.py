@@ -55,11 +55,12 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _emit(plan: Any, fmt: str, as_json: bool) -> int:
+    if as_json or fmt == "json":
+        typer.echo(plan.to_json())  # no rich for JSON
+        return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
     from kvplan import report
 
-    if as_json or fmt == "json":
-        typer.echo(report.render_json(plan))
-    elif fmt == "markdown":
+    if fmt == "markdown":
         typer.echo(report.render_markdown(plan), nl=False)
     else:
         report.render_table(plan, _console())
@@ -206,7 +207,7 @@ def gpus(
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
 ) -> None:
     """List the GPU catalogue: runtime-reported memory, architecture, FP8/NVFP4 support."""
-    from kvplan import hardware, report
+    from kvplan import hardware
 
     rows = hardware.list_gpus()
     if as_json:
@@ -214,6 +215,8 @@ def gpus(
 
         typer.echo(json.dumps([g.model_dump(mode="json") for g in rows], indent=2))
         return
+    from kvplan import report
+
     report.render_gpus(rows, _console())
 
 
@@ -430,6 +433,8 @@ def _parse_max_model_len(value: str | None) -> tuple[int | None, bool]:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run typer, turn kvplan errors into `Error:`/`Hint:` and exit 2."""
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
+    # cold start: no scan of every installed distribution for pydantic plugins (a CLI has none)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         rc = app(args=argv, standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else EXIT_FITS)

@@ -92,6 +92,12 @@ class Plan(FrozenModel):
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
 
+    def to_json(self) -> str:
+        """The `kvplan check --json` text (indented, ASCII, keys in field order)."""
+        import json
+
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=False)
+
 
 def compact_layer_range(names: tuple[str, ...] | list[str]) -> str:
     """model.layers.3.x … model.layers.63.x → 'model.layers.{3..63}.x (16)'."""
