@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench fuzz schema clean
+.PHONY: install demo test lint bench fuzz schema wheel-check clean
 
 $(BIN)/kvplan: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ fuzz: install
 schema: install
 	$(BIN)/python -m kvplan.plan > docs/plan.schema.json
 	$(BIN)/python -m kvplan.fit > docs/fit.schema.json
+
+# the wheel in a fresh virtualenv (not editable): CLI, `python -m kvplan`, package data, API
+wheel-check: install
+	PYTHON=$(BIN)/python bash .ci/wheel-check
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

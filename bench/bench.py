@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import statistics
@@ -58,6 +59,29 @@ def cold_start(args: list[str], runs: int = 7) -> float:
     return statistics.median(times)
 
 
+def _run_cpu(args: list[str]) -> tuple[float, float]:
+    """(wall, user + sys CPU) seconds of one child process."""
+    t = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(p.pid, 0)
+    return time.perf_counter() - t, usage.ru_utime + usage.ru_stime
+
+
+def cold_ratio(runs: int = 9) -> tuple[float, float, float, float]:
+    """Cold `kvplan check <Llama config> --gpu H100 --json` against the import floor of typer +
+    rich + pydantic, interleaved in one run so both see the same machine load.
+    Returns (floor wall, check wall, floor CPU, check CPU) medians in seconds."""
+    floor_cmd = [sys.executable, "-c", "import typer, rich, pydantic"]
+    check_cmd = [sys.executable, "-m", "kvplan", "check", str(LLAMA), "--gpu", "H100", "--json"]
+    floor, check = [], []
+    for _ in range(runs):
+        floor.append(_run_cpu(floor_cmd))
+        check.append(_run_cpu(check_cmd))
+    med = statistics.median
+    return (med(f[0] for f in floor), med(c[0] for c in check), med(f[1] for f in floor),
+            med(c[1] for c in check))
+
+
 def main() -> None:
     inp = hybrid_100_layers()
     fitting = PlannerInput(**{**inp.__dict__, "available_kv_bytes": (64 << 30,)})
@@ -104,6 +128,11 @@ def main() -> None:
     rows.append(("cold start: kvplan check <Llama-3.1-8B config> --gpu H100 --json",
                  f"{cold_start(['check', str(LLAMA), '--gpu', 'H100', '--json']) * 1e3:.0f} ms",
                  "median of 7"))
+    fw, cw, fc, cc = cold_ratio()
+    rows.append(("import floor: python -c 'import typer, rich, pydantic'", f"{fw * 1e3:.0f} ms",
+                 f"CPU {fc * 1e3:.0f} ms, median of 9"))
+    rows.append(("cold check ÷ import floor (same run, interleaved)", f"{cw / fw:.2f}×",
+                 f"CPU {cc / fc:.2f}× (check {cw * 1e3:.0f} ms, CPU {cc * 1e3:.0f} ms)"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     rows.append(("peak RSS: this process / a cold kvplan check", f"{peak:.0f} MiB", f"{child:.0f} MiB"))

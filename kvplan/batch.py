@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kvplan import __version__
 from kvplan.build import Deployment
 from kvplan.deploy import Request, evaluate
 from kvplan.errors import InputError, KvplanError
@@ -38,6 +39,7 @@ class Batch(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     schema_version: int = 1
+    kvplan_version: str = __version__
     entries: list[BatchEntry]
 
     @property

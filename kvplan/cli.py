@@ -40,7 +40,7 @@ def handles_errors(fn: Any) -> Any:
     return wrapper
 
 
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True,
                   pretty_exceptions_enable=False, rich_markup_mode=None)
 
 
@@ -54,42 +54,32 @@ def _console(stderr: bool = False) -> Any:
                    highlight=False, soft_wrap=False)
 
 
-def _read_json(path: Path, what: str) -> Any:
-    import json
-
-    if not path.exists():
-        raise InputError(f"{what} {path} does not exist")
-    if path.is_dir():
-        raise InputError(f"{what} {path} is a directory, not a JSON file")
-    size = path.stat().st_size
-    if size > 16 * 2**20:
-        raise InputError(f"{what} {path} is {size / 2**20:.0f} MiB; refusing to parse it",
-                         hint="a layer-spec or config file is a few KiB")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno}") from None
-
-
 def _emit(plan: Any, fmt: str, as_json: bool) -> int:
+    if as_json or fmt == "json":
+        typer.echo(plan.to_json())  # no rich for JSON
+        return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
     from kvplan import report
 
-    if as_json or fmt == "json":
-        typer.echo(report.render_json(plan))
-    elif fmt == "markdown":
+    if fmt == "markdown":
         typer.echo(report.render_markdown(plan), nl=False)
     else:
         report.render_table(plan, _console())
     return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from kvplan import __version__
+
+        typer.echo(f"kvplan {__version__}")
+        raise typer.Exit(EXIT_FITS)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="print kvplan's version and exit")] = False,
+) -> None:
     """kvplan: vLLM KV-cache planning, byte-exact and offline."""
 
 
@@ -160,25 +150,20 @@ def check(
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
-    from kvplan.units import GiB, parse_size_bytes
+    from kvplan import api
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
-    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
-        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
-    mml, auto = _parse_max_model_len(max_model_len)
-    avail: int | None = None
-    if kv_cache_memory is not None:
-        avail = parse_size_bytes(kv_cache_memory)
-    elif available_kv_gib is not None:
-        if available_kv_gib <= 0:
-            raise InputError("--available-kv-gib must be positive")
-        avail = int(available_kv_gib * GiB)
     if specs is not None:
-        _check_specs(specs, model, vllm, with_fix, avail, mml, auto, max_num_batched_tokens,
-                     fmt, as_json, explain)
-        return
+        plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
+                               kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib,
+                               max_model_len=max_model_len,
+                               max_num_batched_tokens=max_num_batched_tokens, explain=explain)
+        raise typer.Exit(_emit(plan, fmt, as_json))
     if serve is not None or from_log is not None:
+        from kvplan.units import parse_size_bytes
+
+        avail = parse_size_bytes(kv_cache_memory) if kv_cache_memory is not None else None
         _check_serve_or_log(serve, from_log, gpu=gpu, vllm=vllm, with_fix=with_fix,
                             kv_cache_memory=avail if kv_cache_memory is not None else None,
                             available_kv_gib=available_kv_gib, explain=explain, fmt=fmt,
@@ -187,31 +172,24 @@ def check(
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
                          "--specs FILE.json, --serve \"vllm serve ...\" or --from-log FILE")
-    spec_cfg = _speculative_config(speculative_config)
-    from kvplan.build import Deployment
-    from kvplan.deploy import Request, evaluate
-
-    dep = Deployment(
-        vllm_version=vllm, with_fix=with_fix, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
-        block_size=block_size, max_model_len=mml, auto_fit_max_model_len=auto,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+    plan = api.check(
+        model, draft=draft, speculative_config=speculative_config,
+        speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
+        kv_cache_dtype=kv_cache_dtype, draft_kv_cache_dtype=draft_kv_cache_dtype, dtype=dtype,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs, block_size=block_size, draft_block_size=draft_block_size,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         decode_context_parallel_size=decode_context_parallel_size,
+        draft_tensor_parallel_size=draft_tensor_parallel_size,
         pp_layer_partition=os.environ.get("VLLM_PP_LAYER_PARTITION") or None,
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
-        num_gpu_blocks_override=num_gpu_blocks_override,
-        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
-                              draft_kv_cache_dtype, draft_tensor_parallel_size),
-        draft_block_size=draft_block_size)
-    req = Request(model=model, deployment=dep, revision=revision,
-                  draft=draft or spec_cfg.get("model"), gpu=gpu,
-                  gpu_memory_bytes=parse_size_bytes(gpu_memory) if gpu_memory else None,
-                  gpu_memory_utilization=gpu_memory_utilization,
-                  kv_cache_memory_bytes=avail if kv_cache_memory is not None else None,
-                  available_kv_gib=available_kv_gib, data_parallel_size=data_parallel_size,
-                  enforce_eager=enforce_eager, explain=explain)
-    raise typer.Exit(_emit(evaluate(req).plan, fmt, as_json))
+        num_gpu_blocks_override=num_gpu_blocks_override, kv_cache_memory=kv_cache_memory,
+        available_kv_gib=available_kv_gib, gpu=gpu, gpu_memory=gpu_memory,
+        gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
+        enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
+        explain=explain)
+    raise typer.Exit(_emit(plan, fmt, as_json))
 
 
 @app.command("explain", help="Same as `kvplan check --explain`: why it does (not) fit, ranked, "
@@ -229,7 +207,7 @@ def gpus(
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
 ) -> None:
     """List the GPU catalogue: runtime-reported memory, architecture, FP8/NVFP4 support."""
-    from kvplan import hardware, report
+    from kvplan import hardware
 
     rows = hardware.list_gpus()
     if as_json:
@@ -237,6 +215,8 @@ def gpus(
 
         typer.echo(json.dumps([g.model_dump(mode="json") for g in rows], indent=2))
         return
+    from kvplan import report
+
     report.render_gpus(rows, _console())
 
 
@@ -272,7 +252,10 @@ def layers(
     if as_json:
         import json
 
-        typer.echo(json.dumps({"layers": [r.model_dump(mode="json") for r in rows],
+        from kvplan import __version__
+
+        typer.echo(json.dumps({"kvplan_version": __version__,
+                               "layers": [r.model_dump(mode="json") for r in rows],
                                "warnings": list(notes)}, indent=2))
         return
     report.render_layers(rows, notes, _console())
@@ -300,26 +283,16 @@ def sweep(
     as_json: Annotated[bool, Opt("--json")] = False,
 ) -> None:
     """Largest fitting context and concurrency per GPU × KV dtype × max_model_len."""
-    from kvplan import report
-    from kvplan.build import Deployment
-    from kvplan.deploy import Request
-    from kvplan.sweep import parse_lengths, run_sweep
-    from kvplan.units import parse_size_bytes
+    from kvplan import api, report
 
-    lengths = parse_lengths(max_model_len)
-    gpus = [g.strip() for g in gpu.split(",") if g.strip()]
-    dtypes = [d.strip() for d in kv_cache_dtype.split(",") if d.strip()]
-    if not gpus or not dtypes:
-        raise InputError("--gpu and --kv-cache-dtype need at least one value")
-    dep = Deployment(vllm_version=vllm, with_fix=with_fix, tensor_parallel_size=tensor_parallel_size,
-                     max_num_batched_tokens=max_num_batched_tokens,
-                     speculative_method=speculative_method,
-                     num_speculative_tokens=num_speculative_tokens,
-                     draft_kv_cache_dtype=draft_kv_cache_dtype)
-    base = Request(model=model, deployment=dep, draft=draft,
-                   gpu_memory_utilization=gpu_memory_utilization,
-                   kv_cache_memory_bytes=parse_size_bytes(kv_cache_memory) if kv_cache_memory else None)
-    result = run_sweep(base, gpus=gpus, kv_dtypes=dtypes, lengths=lengths)
+    result = api.sweep(model, draft=draft, max_model_len=max_model_len, gpu=gpu,
+                       kv_cache_dtype=kv_cache_dtype, speculative_method=speculative_method,
+                       num_speculative_tokens=num_speculative_tokens,
+                       draft_kv_cache_dtype=draft_kv_cache_dtype,
+                       tensor_parallel_size=tensor_parallel_size,
+                       max_num_batched_tokens=max_num_batched_tokens,
+                       gpu_memory_utilization=gpu_memory_utilization,
+                       kv_cache_memory=kv_cache_memory, vllm=vllm, with_fix=with_fix)
     if plot is not None:
         if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError(f"--plot {plot}: use a .png, .svg or .pdf file name")
@@ -451,64 +424,10 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | 
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 
-def _speculative_config(text: str | None) -> dict[str, Any]:
-    import json
-
-    if not text:
-        return {}
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--speculative-config is not valid JSON: {exc.msg} at column "
-                         f"{exc.colno}") from None
-    if not isinstance(cfg, dict):
-        raise InputError("--speculative-config must be a JSON object")
-    return cfg
-
-
-def _check_specs(specs: Path, model: str | None, vllm: str | None, with_fix: bool,
-                 avail: int | None, mml: int | None, auto: bool, mnbt: int | None, fmt: str,
-                 as_json: bool, explain: bool = False) -> None:
-    from dataclasses import replace
-
-    from kvplan.engine.planner import plan as run_plan
-    from kvplan.plan import build_plan
-    from kvplan.specfile import load_spec_file
-
-    sf = load_spec_file(_read_json(specs, "spec file"), vllm_version=vllm, with_fix=with_fix,
-                        available_kv_bytes=avail, max_model_len=mml, max_num_batched_tokens=mnbt)
-    inp = replace(sf.planner_input, auto_fit_max_model_len=True) if auto else sf.planner_input
-    result = run_plan(inp)
-    explanation = None
-    if explain:
-        from kvplan.explain import Explanation, causes, what_ifs_for_input
-
-        explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
-    plan = build_plan(result, model=sf.name if model is None else model,
-                      budget_mode="explicit (spec file)" if avail is None else "explicit",
-                      max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
-    raise typer.Exit(_emit(plan, fmt, as_json))
-
-
 def _parse_max_model_len(value: str | None) -> tuple[int | None, bool]:
-    from kvplan.units import parse_token_count
+    from kvplan.api import parse_max_model_len
 
-    if value is None:
-        return None, False
-    v = value.strip().lower()
-    if v in ("auto", "-1"):
-        return None, True
-    try:
-        n = parse_token_count(v)
-    except ValueError:
-        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}"
-                         ) from None
-    if n < 1:
-        raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
-    if n > 2**31:
-        raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
-                         hint="or use --max-model-len auto")
-    return n, False
+    return parse_max_model_len(value)
 
 
 @app.command()
@@ -580,7 +499,9 @@ def fit(
             raise InputError(f"prices file {prices} is not UTF-8 text (byte {exc.start})") from None
         price_map.update(parse_prices_file(text, f"prices file {prices}"))
     price_map.update(dict(parse_price(p) for p in price or []))
-    spec_cfg = _speculative_config(speculative_config)
+    from kvplan.api import speculative_config as parse_speculative_config
+
+    spec_cfg = parse_speculative_config(speculative_config)
     dep = Deployment(
         vllm_version=vllm, with_fix=with_fix, dtype=dtype, block_size=block_size,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
@@ -625,6 +546,8 @@ def _speculative_fields(spec_cfg: dict[str, Any], method: str | None, num_tokens
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run typer, turn kvplan errors into `Error:`/`Hint:` and exit 2."""
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
+    # cold start: no scan of every installed distribution for pydantic plugins (a CLI has none)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         rc = app(args=argv, standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else EXIT_FITS)

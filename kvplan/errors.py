@@ -25,6 +25,12 @@ class InputError(KvplanError):
     default_hint = "run `kvplan check --help` for the flags and the forms their values take"
 
 
+class OptionError(InputError):
+    """A Python API call with an unknown option or a value of the wrong type (kvplan.api)."""
+
+    default_hint = "see docs/api.md: the options are the CLI flags in snake_case"
+
+
 class ConfigError(KvplanError):
     """A model config that cannot be read or understood."""
 

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kvplan import __version__
 from kvplan.budget import KvBudget
 from kvplan.engine.planner import EngineResult
 from kvplan.engine.serialize import contract_dict
@@ -48,6 +49,7 @@ class GroupRow(FrozenModel):
 
 class Plan(FrozenModel):
     schema_version: int = SCHEMA_VERSION
+    kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
     model: str
     draft: str | None = None
     vllm_version: str
@@ -89,6 +91,12 @@ class Plan(FrozenModel):
         default=None, description="max concurrency × data_parallel_size (all replicas)")
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
+
+    def to_json(self) -> str:
+        """The `kvplan check --json` text (indented, ASCII, keys in field order)."""
+        import json
+
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=False)
 
 
 def compact_layer_range(names: tuple[str, ...] | list[str]) -> str:

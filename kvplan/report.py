@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -183,7 +182,7 @@ def render_explanation(plan: Plan, console: Console) -> None:
 
 
 def render_json(plan: Plan) -> str:
-    return json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False)
+    return plan.to_json()
 
 
 def render_markdown(plan: Plan) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from types import ModuleType
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kvplan import __version__
 from kvplan.deploy import Request, evaluate, resolve
 from kvplan.engine.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
@@ -39,6 +43,7 @@ class Sweep(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     schema_version: int = 1
+    kvplan_version: str = __version__
     model: str
     draft: str | None
     vllm_version: str | None
@@ -105,3 +110,17 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
                 warnings=list(ev.dtype_warnings)))
     return Sweep(model=base.model, draft=base.draft, vllm_version=base.deployment.vllm_version,
                  lengths=sorted(set(lengths)), rows=rows, plans_evaluated=count)
+
+
+class _CallableModule(ModuleType):
+    """`kvplan.sweep` names this module and the API function alike: importing the module rebinds
+    the package attribute to it, so calling the module calls `kvplan.api.sweep`. Drop this when
+    the module moves into a subpackage (issue 13, layout by stage)."""
+
+    def __call__(self, model: str, **options: Any) -> Sweep:
+        from kvplan.api import sweep
+
+        return sweep(model, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -35,3 +35,7 @@ def test_committed_fit_schema_matches_the_models() -> None:
               "data_parallel_size", "kv_cache_dtype", "max_concurrency", "kv_cache_size_tokens",
               "usd_per_hour", "vllm_serve", "kvplan_check"}
     assert wanted <= set(schema["$defs"]["FitCandidate"]["required"])
+def test_schema_names_the_kvplan_version() -> None:
+    from kvplan import __version__
+
+    assert json_schema()["properties"]["kvplan_version"]["default"] == __version__

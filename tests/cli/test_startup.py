@@ -17,13 +17,14 @@ try:
 except SystemExit:
     pass
 import json
-heavy = [m for m in ("torch", "transformers", "huggingface_hub", "numpy") if m in sys.modules]
+heavy = [m for m in {names!r} if m in sys.modules]
 sys.stderr.write("HEAVY=" + json.dumps(heavy) + "\\n")
 """
 
 
-def _heavy(argv: list[str]) -> list[str]:
-    res = subprocess.run([sys.executable, "-c", PROBE.format(argv=["kvplan", *argv])],
+def _heavy(argv: list[str],
+           names: tuple[str, ...] = ("torch", "transformers", "huggingface_hub", "numpy")) -> list[str]:
+    res = subprocess.run([sys.executable, "-c", PROBE.format(argv=["kvplan", *argv], names=names)],
                          capture_output=True, text=True, timeout=60)
     line = [ln for ln in res.stderr.splitlines() if ln.startswith("HEAVY=")][-1]
     return json.loads(line[len("HEAVY="):])  # type: ignore[no-any-return]
@@ -40,3 +41,11 @@ def test_check_specs_imports_nothing_heavy() -> None:
 def test_check_local_config_imports_nothing_heavy() -> None:
     llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
     assert _heavy(["check", str(llama), "--gpu", "H100", "--json"]) == []
+
+
+def test_json_output_needs_no_rich() -> None:
+    llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
+    assert _heavy(["check", str(llama), "--kv-cache-memory", "20GiB", "--json"],
+                  ("rich", "kvplan.report")) == []
+    assert _heavy(["gpus", "--json"], ("rich", "kvplan.report", "kvplan.engine")) == []
+    assert _heavy(["gpus"], ("rich",)) == ["rich"]  # the probe sees rich when a table is drawn

@@ -1,0 +1,338 @@
+"""kvplan's public Python API — the one path the CLI uses too (docs/api.md).
+
+    import kvplan
+    plan = kvplan.check("Qwen/Qwen3.5-27B", gpu="H100", max_model_len="128k")
+    plan.fits, plan.margin_bytes, plan.model_dump_json()
+
+Options are the CLI's flags in snake_case (`--kv-cache-dtype` → `kv_cache_dtype`); sizes are
+bytes or strings such as "20GiB"; lengths are tokens or "128k". A wrong name, type or value
+raises `OptionError` (an `InputError`, a `KvplanError`), never a bare TypeError.
+
+Imports stay inside the functions: `import kvplan` must not load the engine, pydantic or typer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
+from kvplan.errors import InputError, OptionError
+
+if TYPE_CHECKING:
+    from kvplan.plan import Plan
+    from kvplan.sweep import Sweep
+
+__all__ = ["CheckOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "sweep"]
+
+
+class CheckOptions(TypedDict, total=False):
+    """`kvplan.check` options: `kvplan check` flags in snake_case (defaults as the CLI's)."""
+
+    speculative_config: dict[str, Any] | str | None  # vLLM's JSON, as a dict or a JSON string
+    speculative_method: str | None
+    num_speculative_tokens: int
+    kv_cache_dtype: str
+    draft_kv_cache_dtype: str | None
+    dtype: str
+    max_model_len: int | str | None  # 131072, "128k", "auto" or -1
+    max_num_batched_tokens: int | None
+    max_num_seqs: int | None
+    block_size: int | None
+    draft_block_size: int | None
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    decode_context_parallel_size: int
+    draft_tensor_parallel_size: int | None
+    pp_layer_partition: str | None  # the CLI reads it from VLLM_PP_LAYER_PARTITION
+    enable_prefix_caching: bool
+    mamba_cache_dtype: str
+    mamba_ssm_cache_dtype: str
+    attention_backend: str | None
+    num_gpu_blocks_override: int | None
+    kv_cache_memory: int | str | None  # per GPU: bytes or "20GiB"
+    available_kv_gib: float | None
+    gpu: str | None
+    gpu_memory: int | str | None
+    gpu_memory_utilization: float | None
+    data_parallel_size: int
+    enforce_eager: bool
+    revision: str | None
+    vllm: str | None
+    with_fix: bool
+    explain: bool
+
+
+class SpecsOptions(TypedDict, total=False):
+    """`kvplan.check_specs` options: the flags that override a layer-spec file."""
+
+    model: str | None  # the name shown in the plan (default: the file's `name`)
+    vllm: str | None
+    with_fix: bool
+    kv_cache_memory: int | str | None
+    available_kv_gib: float | None
+    max_model_len: int | str | None
+    max_num_batched_tokens: int | None
+    explain: bool
+
+
+class SweepOptions(TypedDict, total=False):
+    """`kvplan.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
+
+    max_model_len: str | int | list[int]  # "8k..1M", "8k,32k,128k", 131072 or [8192, 32768]
+    gpu: str | list[str]
+    kv_cache_dtype: str | list[str]
+    speculative_method: str | None
+    num_speculative_tokens: int
+    draft_kv_cache_dtype: str | None
+    tensor_parallel_size: int
+    max_num_batched_tokens: int | None
+    gpu_memory_utilization: float | None
+    kv_cache_memory: int | str | None
+    vllm: str | None
+    with_fix: bool
+
+
+def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOptions]) -> Plan:
+    """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
+
+    Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
+    input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    """
+    o = _options(options, CheckOptions, "check")
+    _need_str(model, "model")
+    if draft is not None:
+        _need_str(draft, "draft")
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request, evaluate
+    from kvplan.units import parse_size_bytes
+
+    util = o.get("gpu_memory_utilization")
+    if util is not None and not 0 < util <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+    gib = o.get("available_kv_gib")
+    if gib is not None and gib <= 0:
+        raise InputError("--available-kv-gib must be positive")
+    kv_mem = o.get("kv_cache_memory")
+    gpu_mem = o.get("gpu_memory")
+    mml, auto = parse_max_model_len(o.get("max_model_len"))
+    spec = speculative_config(o.get("speculative_config"))
+    dep = Deployment(
+        vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
+        kv_cache_dtype=o.get("kv_cache_dtype", "auto"), dtype=o.get("dtype", "auto"),
+        block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
+        max_num_batched_tokens=o.get("max_num_batched_tokens"),
+        max_num_seqs=o.get("max_num_seqs"),
+        tensor_parallel_size=o.get("tensor_parallel_size", 1),
+        pipeline_parallel_size=o.get("pipeline_parallel_size", 1),
+        decode_context_parallel_size=o.get("decode_context_parallel_size", 1),
+        pp_layer_partition=o.get("pp_layer_partition") or None,
+        enable_prefix_caching=o.get("enable_prefix_caching", True),
+        mamba_cache_dtype=o.get("mamba_cache_dtype", "auto"),
+        mamba_ssm_cache_dtype=o.get("mamba_ssm_cache_dtype", "auto"),
+        attention_backend=o.get("attention_backend"),
+        num_gpu_blocks_override=o.get("num_gpu_blocks_override"),
+        speculative_method=o.get("speculative_method") or spec.get("method"),
+        num_speculative_tokens=o.get("num_speculative_tokens", 0)
+        or int(spec.get("num_speculative_tokens") or 0),
+        draft_kv_cache_dtype=o.get("draft_kv_cache_dtype") or spec.get("kv_cache_dtype"),
+        draft_tensor_parallel_size=o.get("draft_tensor_parallel_size")
+        or spec.get("draft_tensor_parallel_size"),
+        draft_attention_backend=spec.get("attention_backend"),
+        draft_block_size=o.get("draft_block_size"))
+    req = Request(model=model, deployment=dep, revision=o.get("revision"),
+                  draft=draft or spec.get("model"), gpu=o.get("gpu"),
+                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
+                  gpu_memory_utilization=util,
+                  kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
+                  available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
+                  enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False))
+    return evaluate(req).plan
+
+
+def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[SpecsOptions]
+                ) -> Plan:
+    """Plan a layer-spec file (docs/specs-format.md), given as a path or as its parsed dict.
+
+    Returns the `Plan` that `kvplan check --specs FILE --json` prints.
+    """
+    o = _options(options, SpecsOptions, "check_specs")
+    from dataclasses import replace
+
+    from kvplan.engine.planner import plan as run_plan
+    from kvplan.plan import build_plan
+    from kvplan.specfile import load_spec_file
+    from kvplan.units import GiB, parse_size_bytes
+
+    if isinstance(path_or_dict, Mapping):
+        case: Any = dict(path_or_dict)
+    elif isinstance(path_or_dict, str | Path):
+        case = read_json(Path(path_or_dict), "spec file")
+    else:
+        raise OptionError(f"check_specs needs a path or a dict, got {type(path_or_dict).__name__}")
+    gib = o.get("available_kv_gib")
+    kv_mem = o.get("kv_cache_memory")
+    avail: int | None = None
+    if kv_mem is not None:
+        avail = parse_size_bytes(kv_mem)
+    elif gib is not None:
+        if gib <= 0:
+            raise InputError("--available-kv-gib must be positive")
+        avail = int(gib * GiB)
+    mml, auto = parse_max_model_len(o.get("max_model_len"))
+    sf = load_spec_file(case, vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
+                        available_kv_bytes=avail, max_model_len=mml,
+                        max_num_batched_tokens=o.get("max_num_batched_tokens"))
+    inp = replace(sf.planner_input, auto_fit_max_model_len=True) if auto else sf.planner_input
+    result = run_plan(inp)
+    explanation = None
+    if o.get("explain", False):
+        from kvplan.explain import Explanation, causes, what_ifs_for_input
+
+        explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
+    label = o.get("model")
+    return build_plan(result, model=sf.name if label is None else label,
+                      budget_mode="explicit (spec file)" if avail is None else "explicit",
+                      max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
+
+
+def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOptions]) -> Sweep:
+    """The largest fitting context and the concurrency per GPU × KV dtype × max_model_len.
+
+    Returns the `Sweep` that `kvplan sweep --json` prints.
+    """
+    o = _options(options, SweepOptions, "sweep")
+    _need_str(model, "model")
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request
+    from kvplan.sweep import parse_lengths, run_sweep
+    from kvplan.units import parse_size_bytes
+
+    raw_lengths = o.get("max_model_len", "8k..1M")
+    lengths = parse_lengths(raw_lengths if isinstance(raw_lengths, str) else str(raw_lengths)
+                            if isinstance(raw_lengths, int) else ",".join(map(str, raw_lengths)))
+    gpus, dtypes = _names(o.get("gpu", "H100")), _names(o.get("kv_cache_dtype", "auto"))
+    if not gpus or not dtypes or not lengths:
+        raise InputError("--gpu, --kv-cache-dtype and --max-model-len need at least one value")
+    kv_mem = o.get("kv_cache_memory")
+    dep = Deployment(vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
+                     tensor_parallel_size=o.get("tensor_parallel_size", 1),
+                     max_num_batched_tokens=o.get("max_num_batched_tokens"),
+                     speculative_method=o.get("speculative_method"),
+                     num_speculative_tokens=o.get("num_speculative_tokens", 0),
+                     draft_kv_cache_dtype=o.get("draft_kv_cache_dtype"))
+    base = Request(model=model, deployment=dep, draft=draft,
+                   gpu_memory_utilization=o.get("gpu_memory_utilization"),
+                   kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem else None)
+    return run_sweep(base, gpus=gpus, kv_dtypes=dtypes, lengths=lengths)
+
+
+def _names(value: str | list[str]) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    return [s.strip() for s in items if s.strip()]
+
+
+def _need_str(value: object, name: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise OptionError(f"{name} must be a non-empty string, got {value!r}")
+
+
+def _options(options: Mapping[str, Any], schema: type, where: str) -> dict[str, Any]:
+    """Check option names and types against the TypedDict `schema`; None means the default."""
+    import difflib
+    import types
+    import typing
+
+    hints = typing.get_type_hints(schema)
+    for name, value in options.items():
+        if name not in hints:
+            close = difflib.get_close_matches(name, hints, n=1)
+            raise OptionError(f"{where}() got an unknown option {name!r}",
+                              hint=f"did you mean {close[0]!r}?" if close else
+                              f"the options are the CLI flags in snake_case: {', '.join(hints)}")
+        hint = hints[name]
+        allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        if not any(_is_a(value, t) for t in allowed):
+            want = " or ".join(getattr(typing.get_origin(t) or t, "__name__", str(t))
+                               for t in allowed)
+            raise OptionError(f"{where}() option {name} must be {want}, got {value!r}")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _is_a(value: object, t: Any) -> bool:
+    import typing
+
+    if t is type(None):
+        return value is None
+    base = typing.get_origin(t) or t
+    if base is list:
+        (item,) = typing.get_args(t)
+        return isinstance(value, list | tuple) and all(_is_a(v, item) for v in value)
+    if isinstance(value, bool) and base is not bool:
+        return False  # True is an int in Python, not a tensor-parallel size
+    if base is float:
+        return isinstance(value, int | float)
+    return isinstance(value, base)
+
+
+def parse_max_model_len(value: int | str | None) -> tuple[int | None, bool]:
+    """--max-model-len: None (the config's), a count (131072, '128k') or auto / -1 → (len, auto)."""
+    from kvplan.units import parse_token_count
+
+    if value is None:
+        return None, False
+    v = str(value).strip().lower()
+    if v in ("auto", "-1"):
+        return None, True
+    try:
+        n = parse_token_count(v)
+    except ValueError:
+        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}"
+                         ) from None
+    if n < 1:
+        raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
+    if n > 2**31:
+        raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
+                         hint="or use --max-model-len auto")
+    return n, False
+
+
+def speculative_config(value: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """vLLM's --speculative-config: a JSON object (text or dict) → dict."""
+    import json
+
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    try:
+        cfg = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--speculative-config is not valid JSON: {exc.msg} at column "
+                         f"{exc.colno}") from None
+    if not isinstance(cfg, dict):
+        raise InputError("--speculative-config must be a JSON object")
+    return cfg
+
+
+def read_json(path: Path, what: str) -> Any:
+    """A small JSON file, with one clear error per way it can be wrong."""
+    import json
+
+    if not path.exists():
+        raise InputError(f"{what} {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{what} {path} is a directory, not a JSON file")
+    size = path.stat().st_size
+    if size > 16 * 2**20:
+        raise InputError(f"{what} {path} is {size / 2**20:.0f} MiB; refusing to parse it",
+                         hint="a layer-spec or config file is a few KiB")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                         f"column {exc.colno}") from None

@@ -1,0 +1,164 @@
+"""The public API as a user imports it: `kvplan.check` returns exactly what `kvplan check --json`
+prints, for configs, spec files, drafts and estimated budgets; bad options are KvplanErrors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import kvplan
+from kvplan.cli import app
+from tests.golden import BUNDLED
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "tests" / "data" / "hf-configs"
+QWEN = str(CONFIGS / "Qwen--Qwen3.5-27B")
+DFLASH = str(CONFIGS / "z-lab--Qwen3.8-27B-DFlash2")
+LLAMA = str(CONFIGS / "meta-llama--Llama-3.1-8B")
+SEED = BUNDLED / "cases" / "seed_dflash_qwen35_27b.json"
+PR_ARGS = ["--kv-cache-dtype", "nvfp4", "--draft-kv-cache-dtype", "bfloat16",
+           "--num-speculative-tokens", "7", "--max-model-len", "262144",
+           "--max-num-batched-tokens", "16384", "--kv-cache-memory", "32GiB", "--gpu", "A100-80GB",
+           "--vllm", "0.33.0", "--draft-block-size", "16"]
+PR_OPTIONS: dict[str, Any] = dict(
+    kv_cache_dtype="nvfp4", draft_kv_cache_dtype="bfloat16", num_speculative_tokens=7,
+    max_model_len=262144, max_num_batched_tokens=16384, kv_cache_memory="32GiB", gpu="A100-80GB",
+    vllm="0.33.0", draft_block_size=16)
+
+
+def cli_json(args: list[str], code: int | None = None) -> dict[str, Any]:
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code in ((0, 1) if code is None else (code,)), res.output
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
+
+
+def test_check_config_with_a_draft_equals_the_cli_json() -> None:
+    plan = kvplan.check(QWEN, draft=DFLASH, **PR_OPTIONS)
+    assert isinstance(plan, kvplan.Plan)
+    assert plan.model_dump(mode="json") == cli_json(["check", QWEN, "--draft", DFLASH, *PR_ARGS], 1)
+    # vLLM 0.33.0's own numbers for this deployment (golden seed case, README): 41.1 vs 31.98 GiB
+    assert (plan.fits, plan.total_gib_needed, plan.check_gib) == (False, ["41.1"], ["31.98"])
+    assert plan.estimated_max_model_len == [30592]
+
+
+def test_check_estimated_budget_equals_the_cli_json() -> None:
+    plan = kvplan.check(QWEN, gpu="H100", max_model_len="32k", kv_cache_dtype="fp8")
+    cli = cli_json(["check", QWEN, "--gpu", "H100", "--max-model-len", "32k",
+                    "--kv-cache-dtype", "fp8"])
+    assert plan.model_dump(mode="json") == cli
+    assert plan.budget_mode == "estimated" and plan.max_model_len == 32 * 1024
+
+
+def test_check_explain_tp_and_speculative_config_equal_the_cli_json() -> None:
+    spec = {"method": "eagle3", "num_speculative_tokens": 3}
+    cli = cli_json(["check", LLAMA, "-tp", "2", "--kv-cache-memory", "20GiB", "--explain",
+                    "--max-model-len", "auto", "--speculative-config", json.dumps(spec)])
+    plan = kvplan.check(LLAMA, tensor_parallel_size=2, kv_cache_memory=20 * 2**30, explain=True,
+                        max_model_len="auto", speculative_config=spec)
+    assert plan.model_dump(mode="json") == cli
+    assert plan.explanation is not None
+    # the JSON string form of --speculative-config plans the same deployment
+    assert kvplan.check(LLAMA, tensor_parallel_size=2, kv_cache_memory="20GiB", explain=True,
+                        max_model_len=-1, speculative_config=json.dumps(spec)) == plan
+
+
+def test_check_specs_path_and_dict_equal_the_cli_json() -> None:
+    cli = cli_json(["check", "--specs", str(SEED), "--with-fix"], 0)
+    by_path = kvplan.check_specs(SEED, with_fix=True)
+    assert by_path.model_dump(mode="json") == cli
+    assert kvplan.check_specs(json.loads(SEED.read_text()), with_fix=True) == by_path
+    assert by_path.total_gib_needed == ["7.78"]  # vLLM 0.34.0 with PR #53499 (golden)
+    relabelled = kvplan.check_specs(str(SEED), model="mine", kv_cache_memory="48GiB")
+    assert relabelled.model == "mine" and relabelled.budget_mode == "explicit"
+    assert relabelled.model_dump(mode="json") == cli_json(
+        ["check", "mine", "--specs", str(SEED), "--kv-cache-memory", "48GiB"])
+
+
+def test_sweep_equals_the_cli_json() -> None:
+    cli = cli_json(["sweep", LLAMA, "--gpu", "H100,B200", "--kv-cache-dtype", "auto,fp8",
+                    "--max-model-len", "8k..128k"])
+    sw = kvplan.sweep(LLAMA, gpu=["H100", "B200"], kv_cache_dtype="auto,fp8",
+                      max_model_len="8k..128k")
+    assert sw.model_dump(mode="json") == cli
+    assert sw.lengths == [8192, 16384, 32768, 65536, 131072] and len(sw.rows) == 4
+    assert kvplan.sweep(LLAMA, gpu="H100,B200", kv_cache_dtype=["auto", "fp8"],
+                        max_model_len=[131072, 8192, 16384, 32768, 65536]) == sw
+
+
+def test_sweep_is_callable_even_after_its_module_is_imported() -> None:
+    import kvplan.sweep as module  # rebinds the package attribute to the module
+
+    assert kvplan.sweep(LLAMA, max_model_len=8192).lengths == [8192]
+    assert module.Sweep is kvplan.Sweep
+
+
+@pytest.mark.parametrize(("call", "error", "text"), [
+    (lambda: kvplan.check(LLAMA, tensor_parallel=2), kvplan.OptionError, "tensor_parallel_size"),
+    (lambda: kvplan.check(LLAMA, tensor_parallel_size="2"), kvplan.OptionError, "must be int"),
+    (lambda: kvplan.check(LLAMA, enforce_eager=1), kvplan.OptionError, "must be bool"),
+    (lambda: kvplan.check(LLAMA, kv_cache_memory=[1]), kvplan.OptionError, "kv_cache_memory"),
+    (lambda: kvplan.check(7), kvplan.OptionError, "model"),
+    (lambda: kvplan.check(LLAMA, max_model_len="long", kv_cache_memory="1GiB"), kvplan.InputError,
+     "--max-model-len"),
+    (lambda: kvplan.check(LLAMA, gpu="H100", gpu_memory_utilization=1.5), kvplan.InputError,
+     "(0, 1]"),
+    (lambda: kvplan.check(LLAMA, kv_cache_memory="lots"), kvplan.InputError, "size"),
+    (lambda: kvplan.check(LLAMA), kvplan.InputError, "no KV cache budget"),
+    (lambda: kvplan.check_specs(3.5), kvplan.OptionError, "path or a dict"),
+    (lambda: kvplan.check_specs(ROOT / "missing.json"), kvplan.InputError, "does not exist"),
+    (lambda: kvplan.sweep(LLAMA, gpu=[]), kvplan.InputError, "at least one"),
+    (lambda: kvplan.sweep(LLAMA, plot="x.png"), kvplan.OptionError, "unknown option"),
+])
+def test_bad_options_raise_kvplan_errors(call: Any, error: type[Exception], text: str) -> None:
+    with pytest.raises(error) as exc:
+        call()
+    assert isinstance(exc.value, kvplan.KvplanError)
+    assert text in exc.value.message + " " + (exc.value.hint or "")
+
+
+def test_import_kvplan_is_cheap() -> None:
+    probe = ("import sys, kvplan; heavy = [m for m in ('pydantic', 'typer', 'rich', 'kvplan.api', "
+             "'kvplan.engine') if m in sys.modules]; print(heavy, kvplan.__version__)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", kvplan.__version__]
+
+
+def test_public_names() -> None:
+    assert sorted(kvplan.__all__) == sorted({*kvplan._LAZY, "__version__"})
+    assert kvplan.OptionError.__mro__[1] is kvplan.InputError
+    with pytest.raises(AttributeError):
+        kvplan.nope  # noqa: B018
+
+
+def test_version_in_the_cli_and_in_python_m() -> None:
+    res = CliRunner().invoke(app, ["--version"])
+    assert (res.exit_code, res.stdout) == (0, f"kvplan {kvplan.__version__}\n")
+    out = subprocess.run([sys.executable, "-m", "kvplan", "--version"], capture_output=True,
+                         text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, f"kvplan {kvplan.__version__}\n")
+
+
+def test_every_json_output_names_the_kvplan_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    batch = cli_json(["ci", "examples/deployments.toml"])
+    sweep = cli_json(["sweep", LLAMA, "--max-model-len", "8k"])
+    layers = cli_json(["layers", LLAMA])
+    plan = cli_json(["check", LLAMA, "--kv-cache-memory", "20GiB"])
+    for obj in (batch, sweep, layers, plan, *(e["plan"] for e in batch["entries"])):
+        assert obj["kvplan_version"] == kvplan.__version__
+
+
+def test_the_docs_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                               ) -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    exec(compile(code, "docs/api.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT ['41.1'] ['31.98']" in out and "did you mean 'tensor_parallel_size'" in out
