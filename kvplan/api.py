@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from kvplan.errors import InputError, OptionError
 
 if TYPE_CHECKING:
+    from kvplan.build import Deployment
+    from kvplan.fit import FitResult
     from kvplan.plan import Plan
     from kvplan.sweep import Sweep
 
-__all__ = ["CheckOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "sweep"]
+__all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "fit",
+           "sweep"]
 
 
 class CheckOptions(TypedDict, total=False):
@@ -93,6 +96,37 @@ class SweepOptions(TypedDict, total=False):
     with_fix: bool
 
 
+class FitOptions(TypedDict, total=False):
+    """`kvplan.fit` options: `kvplan fit` flags (the model, draft and scheduler flags of check;
+    the GPU, KV dtype and parallel layout are searched)."""
+
+    gpu: str | list[str] | None  # default: every catalogue GPU with a price
+    kv_cache_dtype: str | list[str]
+    max_gpus: int
+    price: dict[str, float] | list[str] | None  # {"H100": 2.1} or ["H100=2.1"]
+    prices: str | Path | None  # a file of GPU=USD lines or a JSON object
+    top: int
+    speculative_config: dict[str, Any] | str | None
+    speculative_method: str | None
+    num_speculative_tokens: int
+    draft_kv_cache_dtype: str | None
+    draft_tensor_parallel_size: int | None
+    draft_block_size: int | None
+    dtype: str
+    max_num_batched_tokens: int | None
+    max_num_seqs: int | None
+    block_size: int | None
+    decode_context_parallel_size: int
+    enable_prefix_caching: bool
+    mamba_cache_dtype: str
+    mamba_ssm_cache_dtype: str
+    attention_backend: str | None
+    gpu_memory_utilization: float | None
+    enforce_eager: bool
+    revision: str | None
+    vllm: str | None
+    with_fix: bool
+
 def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOptions]) -> Plan:
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
@@ -103,7 +137,6 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     _need_str(model, "model")
     if draft is not None:
         _need_str(draft, "draft")
-    from kvplan.build import Deployment
     from kvplan.deploy import Request, evaluate
     from kvplan.units import parse_size_bytes
 
@@ -117,7 +150,23 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     gpu_mem = o.get("gpu_memory")
     mml, auto = parse_max_model_len(o.get("max_model_len"))
     spec = speculative_config(o.get("speculative_config"))
-    dep = Deployment(
+    dep = _deployment(o, spec, mml, auto)
+    req = Request(model=model, deployment=dep, revision=o.get("revision"),
+                  draft=draft or spec.get("model"), gpu=o.get("gpu"),
+                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
+                  gpu_memory_utilization=util,
+                  kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
+                  available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
+                  enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False))
+    return evaluate(req).plan
+
+
+def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, auto: bool
+                ) -> Deployment:
+    """The `Deployment` that check and fit plan: the flags, else `--speculative-config`'s keys."""
+    from kvplan.build import Deployment
+
+    return Deployment(
         vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
         kv_cache_dtype=o.get("kv_cache_dtype", "auto"), dtype=o.get("dtype", "auto"),
         block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
@@ -140,14 +189,6 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
         or spec.get("draft_tensor_parallel_size"),
         draft_attention_backend=spec.get("attention_backend"),
         draft_block_size=o.get("draft_block_size"))
-    req = Request(model=model, deployment=dep, revision=o.get("revision"),
-                  draft=draft or spec.get("model"), gpu=o.get("gpu"),
-                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
-                  gpu_memory_utilization=util,
-                  kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
-                  available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
-                  enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False))
-    return evaluate(req).plan
 
 
 def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[SpecsOptions]
@@ -226,6 +267,58 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
                    kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem else None)
     return run_sweep(base, gpus=gpus, kv_dtypes=dtypes, lengths=lengths)
 
+
+def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None = None,
+        progress: Any = None, **options: Unpack[FitOptions]) -> FitResult:
+    """The cheapest deployments (GPU × count × TP/PP/DP × KV dtype × draft on/off) that serve
+    `max_model_len` tokens to `concurrency` requests at once.
+
+    Returns the `FitResult` that `kvplan fit --json` prints (no candidate: its nearest misses).
+    `progress(done, total)`, if given, is called after each planned shape.
+    """
+    o = _options(options, FitOptions, "fit")
+    _need_str(model, "model")
+    from kvplan.deploy import Request
+    from kvplan.fit import parse_price, parse_prices_file, search
+
+    mml, auto = parse_max_model_len(max_model_len)
+    if auto or mml is None:
+        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
+                         hint="e.g. --max-model-len 128k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
+                         hint="the number of concurrent requests of --max-model-len tokens")
+    util = o.get("gpu_memory_utilization")
+    if util is not None and not 0 < util <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+    price_map: dict[str, float] = {}
+    if o.get("prices") is not None:
+        path = Path(o["prices"])
+        if not path.is_file():
+            raise InputError(f"prices file {path} does not exist")
+        try:
+            text = path.read_bytes()[: 1 << 20].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"prices file {path} is not UTF-8 text (byte {exc.start})") from None
+        price_map.update(parse_prices_file(text, f"prices file {path}"))
+    given = o.get("price") or []
+    if isinstance(given, Mapping):
+        given = [f"{k}={v}" for k, v in given.items()]
+    price_map.update(dict(parse_price(p) for p in given))
+    spec = speculative_config(o.get("speculative_config"))
+    searched = {"kv_cache_dtype", "gpu"}  # per candidate
+    dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
+    base = Request(model=model, deployment=dep, revision=o.get("revision"),
+                   draft=draft or spec.get("model"), gpu_memory_utilization=util,
+                   enforce_eager=o.get("enforce_eager", False))
+    gpu = o.get("gpu")
+    gpus = _names(gpu) if gpu is not None else None
+    if gpu is not None and not gpus:
+        raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
+                  kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                  max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
+                  progress=progress)
 
 def _names(value: str | list[str]) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value

@@ -475,54 +475,24 @@ def fit(
 ) -> None:
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
     --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
-    from kvplan import report
-    from kvplan.build import Deployment
-    from kvplan.deploy import Request
-    from kvplan.fit import parse_price, parse_prices_file, search
+    from kvplan import api, report
 
-    mml, auto = _parse_max_model_len(max_model_len)
-    if auto or mml is None:
-        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
-                         hint="e.g. --max-model-len 128k")
-    if concurrency < 1:
-        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
-                         hint="the number of concurrent requests of --max-model-len tokens")
-    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
-        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
-    price_map: dict[str, float] = {}
-    if prices is not None:
-        if not prices.is_file():
-            raise InputError(f"prices file {prices} does not exist")
-        try:
-            text = prices.read_bytes()[: 1 << 20].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"prices file {prices} is not UTF-8 text (byte {exc.start})") from None
-        price_map.update(parse_prices_file(text, f"prices file {prices}"))
-    price_map.update(dict(parse_price(p) for p in price or []))
-    from kvplan.api import speculative_config as parse_speculative_config
-
-    spec_cfg = parse_speculative_config(speculative_config)
-    dep = Deployment(
-        vllm_version=vllm, with_fix=with_fix, dtype=dtype, block_size=block_size,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        decode_context_parallel_size=decode_context_parallel_size,
-        enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
-        mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
-        **_speculative_fields(spec_cfg, speculative_method, num_speculative_tokens,
-                              draft_kv_cache_dtype, draft_tensor_parallel_size),
-        draft_block_size=draft_block_size)
-    base = Request(model=model, deployment=dep, revision=revision,
-                   draft=draft or spec_cfg.get("model"),
-                   gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager)
-    gpus = [g.strip() for g in gpu.split(",") if g.strip()] if gpu is not None else None
-    if gpu is not None and not gpus:
-        raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
-    dtypes = [d.strip() for d in kv_cache_dtype.split(",") if d.strip()]
     progress = report.DelayedProgress(_console(stderr=True), "planning deployments")
     try:
-        result = search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
-                        kv_dtypes=dtypes, max_gpus=max_gpus, prices=price_map, top=top,
-                        progress=progress)
+        result = api.fit(
+            model, max_model_len=max_model_len, concurrency=concurrency, draft=draft,
+            progress=progress, gpu=gpu, kv_cache_dtype=kv_cache_dtype, max_gpus=max_gpus,
+            price=price, prices=prices, top=top, speculative_config=speculative_config,
+            speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
+            draft_kv_cache_dtype=draft_kv_cache_dtype,
+            draft_tensor_parallel_size=draft_tensor_parallel_size,
+            draft_block_size=draft_block_size, dtype=dtype,
+            max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+            block_size=block_size, decode_context_parallel_size=decode_context_parallel_size,
+            enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
+            mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
+            gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+            revision=revision, vllm=vllm, with_fix=with_fix)
     finally:
         progress.close()
     if as_json:
@@ -530,17 +500,6 @@ def fit(
     else:
         report.render_fit(result, _console())
     raise typer.Exit(EXIT_FITS if result.candidates else EXIT_DOES_NOT_FIT)
-
-
-def _speculative_fields(spec_cfg: dict[str, Any], method: str | None, num_tokens: int,
-                        draft_kv_cache_dtype: str | None, draft_tp: int | None) -> dict[str, Any]:
-    """The draft's Deployment fields: the flags, else `--speculative-config`'s keys."""
-    return dict(speculative_method=method or spec_cfg.get("method"),
-                num_speculative_tokens=num_tokens or int(spec_cfg.get("num_speculative_tokens")
-                                                         or 0),
-                draft_kv_cache_dtype=draft_kv_cache_dtype or spec_cfg.get("kv_cache_dtype"),
-                draft_tensor_parallel_size=draft_tp or spec_cfg.get("draft_tensor_parallel_size"),
-                draft_attention_backend=spec_cfg.get("attention_backend"))
 
 
 def main(argv: list[str] | None = None) -> None:

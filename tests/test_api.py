@@ -162,3 +162,25 @@ def test_the_docs_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     exec(compile(code, "docs/api.md", "exec"), {})
     out = capsys.readouterr().out
     assert "DOES NOT FIT ['41.1'] ['31.98']" in out and "did you mean 'tensor_parallel_size'" in out
+
+
+def test_fit_equals_the_cli_json() -> None:
+    result = kvplan.api.fit(LLAMA, max_model_len="32k", concurrency=8, gpu=["L4", "H100"],
+                            kv_cache_dtype="auto,fp8", price={"H100": 2.5}, top=3)
+    cli = cli_json(["fit", LLAMA, "--max-model-len", "32k", "--concurrency", "8",
+                    "--gpu", "L4,H100", "--kv-cache-dtype", "auto,fp8", "--price", "H100=2.5",
+                    "--top", "3"], 0)
+    assert result.model_dump(mode="json") == cli
+    # ranked by USD/h: each candidate costs no less than the one before it
+    costs = [c["usd_per_hour"] for c in cli["candidates"]]
+    assert costs == sorted(costs) and cli["candidates"][0]["max_concurrency"] >= 8
+
+
+def test_fit_rejects_what_the_cli_rejects() -> None:
+    with pytest.raises(kvplan.InputError, match="concurrency"):
+        kvplan.api.fit(LLAMA, max_model_len="32k", concurrency=0)
+    with pytest.raises(kvplan.InputError, match="not auto"):
+        kvplan.api.fit(LLAMA, max_model_len="auto", concurrency=1)
+    with pytest.raises(kvplan.OptionError, match="unknown option 'max_gpu'") as err:
+        kvplan.api.fit(LLAMA, max_model_len="32k", concurrency=1, max_gpu=4)  # type: ignore[call-arg]
+    assert "max_gpus" in (err.value.hint or "")
