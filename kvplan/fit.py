@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvplan import hardware
+from kvplan import __version__, hardware
 from kvplan.budget import default_batch_limits
 from kvplan.deploy import Request, Resolved, evaluate, resolve
 from kvplan.engine.profiles import get_profile
@@ -92,6 +92,7 @@ class FitSkip(_Frozen):
 
 class FitResult(_Frozen):
     schema_version: int = SCHEMA_VERSION
+    kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
     target: FitTarget
     candidates: list[FitCandidate]
     num_fitting: int = Field(description="deployments found that meet the target (≥ candidates)")

@@ -150,7 +150,8 @@ def test_every_json_output_names_the_kvplan_version(monkeypatch: pytest.MonkeyPa
     sweep = cli_json(["sweep", LLAMA, "--max-model-len", "8k"])
     layers = cli_json(["layers", LLAMA])
     plan = cli_json(["check", LLAMA, "--kv-cache-memory", "20GiB"])
-    for obj in (batch, sweep, layers, plan, *(e["plan"] for e in batch["entries"])):
+    fit = cli_json(["fit", LLAMA, "--max-model-len", "8k", "--concurrency", "1", "--gpu", "L4"])
+    for obj in (batch, sweep, layers, plan, fit, *(e["plan"] for e in batch["entries"])):
         assert obj["kvplan_version"] == kvplan.__version__
 
 
