@@ -14,7 +14,15 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.errors import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_FITS, InputError, KvplanError
+from kvplan.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DOES_NOT_FIT,
+    EXIT_FITS,
+    ConfigError,
+    HubError,
+    InputError,
+    KvplanError,
+)
 
 HELP = """Will this model, draft head, KV dtype and context length start on that GPU under vLLM?
 
@@ -160,29 +168,34 @@ def check(
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
-    from kvplan.units import GiB, parse_size_bytes
+    import math
+
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.units import GiB, parse_kv_cache_memory_bytes, parse_size_bytes
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
     mml, auto = _parse_max_model_len(max_model_len)
+    allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     avail: int | None = None
     if kv_cache_memory is not None:
-        avail = parse_size_bytes(kv_cache_memory)
+        avail = parse_kv_cache_memory_bytes(kv_cache_memory)  # 0 or negative: vLLM's no-memory error
     elif available_kv_gib is not None:
-        if available_kv_gib <= 0:
-            raise InputError("--available-kv-gib must be positive")
-        avail = int(available_kv_gib * GiB)
+        if not math.isfinite(available_kv_gib):
+            raise InputError(f"--available-kv-gib must be a number, got {available_kv_gib}")
+        avail = int(round(available_kv_gib * GiB))
     if specs is not None:
         _check_specs(specs, model, vllm, with_fix, avail, mml, auto, max_num_batched_tokens,
                      fmt, as_json, explain)
         return
     if serve is not None or from_log is not None:
-        _check_serve_or_log(serve, from_log, gpu=gpu, vllm=vllm, with_fix=with_fix,
-                            kv_cache_memory=avail if kv_cache_memory is not None else None,
-                            available_kv_gib=available_kv_gib, explain=explain, fmt=fmt,
-                            as_json=as_json, draft_block_size=draft_block_size)
+        given = _command_line_options(dict(locals()))
+        if kv_cache_memory is not None:
+            given["kv_cache_memory"] = avail
+        _check_serve_or_log(serve, from_log, given, allow_long=allow_long, explain=explain,
+                            fmt=fmt, as_json=as_json)
         return
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
@@ -194,6 +207,7 @@ def check(
     dep = Deployment(
         vllm_version=vllm, with_fix=with_fix, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
         block_size=block_size, max_model_len=mml, auto_fit_max_model_len=auto,
+        allow_long_max_model_len=allow_long,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         decode_context_parallel_size=decode_context_parallel_size,
@@ -386,18 +400,45 @@ def _read_deployments(path: Path) -> Any:
         raise InputError(f"{path} is not valid TOML: {exc}") from None
 
 
-def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | None,
-                        vllm: str | None, with_fix: bool, kv_cache_memory: int | None,
-                        available_kv_gib: float | None, explain: bool, fmt: str, as_json: bool,
-                        draft_block_size: int | None) -> None:
+# check's options that describe the deployment (the others pick what to plan and how to show it)
+_NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain"})
+
+
+def _command_line_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The deployment options typed on the command line (not left at their defaults)."""
+    import click
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    return {name: value for name, value in values.items()
+            if name not in _NOT_DEPLOYMENT and name in ctx.params
+            and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+
+
+def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[str, Any], *,
+                        allow_long: bool, explain: bool, fmt: str, as_json: bool) -> None:
+    """Plan what a serve line and/or a start-up log describe: command line > serve line > log >
+    defaults, key by key; the plan says where each value came from."""
     from dataclasses import replace
 
-    from kvplan.batch import request_from_entry, serve_options
+    from kvplan.batch import layer_entries, log_entry, request_from_entry, serve_options
     from kvplan.deploy import evaluate, log_notes
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     notes: list[str] = []
-    entry: dict[str, Any] = {}
+    layers: list[tuple[str, dict[str, Any]]] = []
     log = None
+    if from_log is not None:
+        from kvplan.vllm_log import parse_vllm_log
+
+        if not from_log.is_file():
+            raise InputError(f"log file {from_log} does not exist")
+        log = parse_vllm_log(from_log.read_bytes())
+        entry, skipped, log_notes_ = log_entry(log)
+        layers.append(("log", entry))
+        notes += log_notes_
     if serve is not None:
         from kvplan.serve_line import parse_serve_command
 
@@ -411,48 +452,37 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | 
             notes.append(f"serve line: not modelled by kvplan: {', '.join(skipped)}")
         if cmd.env.get("VLLM_PP_LAYER_PARTITION"):
             entry["pp_layer_partition"] = cmd.env["VLLM_PP_LAYER_PARTITION"]
-    if from_log is not None:
-        from kvplan.vllm_log import parse_vllm_log
-
-        if not from_log.is_file():
-            raise InputError(f"log file {from_log} does not exist")
-        log = parse_vllm_log(from_log.read_bytes())
-        if not entry:
-            entry, skipped = serve_options(dict(log.non_default_args))
-            entry["model"] = log.model or log.non_default_args.get("model")
-            if not entry["model"]:
-                raise InputError(f"{from_log}: the log names no model",
-                                 hint="give the serve line too: --serve \"vllm serve MODEL ...\"")
-        if log.limiting_available_kv_cache_gib is not None and kv_cache_memory is None \
-                and available_kv_gib is None:
-            entry.pop("kv_cache_memory", None)
-            available_kv_gib = log.limiting_available_kv_cache_gib
-        if vllm is None and log.version:
-            from kvplan.engine.profiles import PROFILES
-
-            v = ".".join(log.version.split(".")[:2]) + ".0"
-            if v in PROFILES:
-                vllm = v
-            else:
-                notes.append(f"the log is from vLLM {log.version}; planned with the newest "
-                             "profile kvplan has (pass --vllm to choose)")
-    for key, value in (("gpu", gpu), ("vllm", vllm), ("with_fix", with_fix or None),
-                       ("draft_block_size", draft_block_size)):
-        if value is not None:
-            entry[key] = value
-    if kv_cache_memory is not None:
-        entry["kv_cache_memory"] = kv_cache_memory
-    if available_kv_gib is not None:
-        entry["available_kv_gib"] = available_kv_gib
-    entry.pop("gpu_memory_utilization", None) if (
-        "kv_cache_memory" in entry or "available_kv_gib" in entry) else None
-    req = replace(request_from_entry(entry, {}, "the serve line" if serve else str(from_log)),
-                  explain=explain)
-    ev = evaluate(req)
+        if allow_long_from_env(cmd.env.get(LONG_ENV)):
+            entry["allow_long_max_model_len"] = True
+        layers.append(("serve line", entry))
+    layers.append(("command line", given))
+    entry, source = layer_entries(layers)
+    if allow_long:
+        entry["allow_long_max_model_len"] = True
+    if "model" not in entry:
+        raise InputError(f"{from_log}: the log names no model",
+                         hint="give the model next to the log: kvplan check MODEL --from-log LOG")
+    if source.get("available_kv_gib") == "log" and any(
+            source.get(k) == "command line" for k in ("gpu_memory_utilization", "gpu_memory")):
+        # the logged budget was measured at the log's utilization: estimate it anew
+        entry.pop("available_kv_gib")
+        source.pop("available_kv_gib")
+        notes.append("the log's 'Available KV cache memory' was measured at its own "
+                     "gpu_memory_utilization: the budget is estimated anew for the command line's")
+    req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
+    req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
+    try:
+        ev = evaluate(req)
+    except (ConfigError, HubError) as exc:
+        if source.get("model") != "log":
+            raise
+        raise type(exc)(f"the model the log names, {req.model!r}, cannot be read here: "
+                        f"{exc.message}", hint="give the model next to the log: kvplan check "
+                        "MODEL --from-log LOG (a hub id, a folder or a config.json)") from None
     plan = ev.plan
     extra = notes + (log_notes(log, ev) if log is not None else [])
-    if extra:
-        plan = plan.model_copy(update={"notes": [*plan.notes, *extra]})
+    plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
+                                   "provenance": {k: source[k] for k in sorted(source)}})
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.budget import TermComparison
 from kvplan.plan import GroupRow, Plan, Verdict
 
 
@@ -80,12 +81,21 @@ def _render_main(plan: Plan, console: Console) -> None:
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
                   f"{plan.max_num_batched_tokens:,} ({plan.max_in_flight_tokens:,} in flight)")
-    if plan.budget is not None and plan.budget.breakdown and plan.budget.mode == "estimated":
-        for term in plan.budget.breakdown:
+    if plan.provenance:
+        console.print("inputs: " + escape("; ".join(
+            f"{where}: {', '.join(k for k, w in plan.provenance.items() if w == where)}"
+            for where in dict.fromkeys(plan.provenance.values())) + "; the rest: defaults"))
+    budget = plan.budget
+    if budget is not None and budget.breakdown and (budget.mode == "estimated"
+                                                    or len(budget.breakdown) > 1):
+        for term in budget.breakdown:
             console.print(f"  [dim]{term.num_bytes / 2**30:+9.2f} GiB  {escape(term.name)}: "
                           f"{escape(term.how)}[/]")
-        console.print(f"  [dim]= {plan.budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
-                      "available for the KV cache (estimate)[/]")
+        what = "(estimate)" if budget.mode == "estimated" else "(as given)"
+        console.print(f"  [dim]= {budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
+                      f"available for the KV cache {what}[/]")
+    if budget is not None and budget.log_comparison:
+        console.print(_log_comparison_table(budget.log_comparison))
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for n in plan.notes:
@@ -178,6 +188,20 @@ def render_explanation(plan: Plan, console: Console) -> None:
         table.add_row(escape(w.change), w.needed_gib or "-", w.available_gib or "-",
                       Text(verdict, style=style))
     console.print(table)
+
+
+def _log_comparison_table(rows: tuple[TermComparison, ...]) -> Table:
+    """vLLM's logged memory terms beside kvplan's estimate of each."""
+    table = Table(title="memory per GPU: vLLM's log vs kvplan's estimate", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for col in ("term", "logged GiB", "kvplan GiB", "kvplan − log"):
+        table.add_column(col, justify="left" if col == "term" else "right")
+    for r in rows:
+        est = "-" if r.estimated_bytes is None else f"{r.estimated_bytes / 2**30:.2f}"
+        diff = "-" if r.difference_bytes is None else f"{r.difference_bytes / 2**30:+.2f}"
+        logged = "-" if r.logged_bytes is None else f"{r.logged_bytes / 2**30:.2f}"
+        table.add_row(r.name, logged, est, diff)
+    return table
 
 
 def render_json(plan: Plan) -> str:

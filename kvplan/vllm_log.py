@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kvplan.budget import LoggedMemory
 from kvplan.errors import InputError
 
 __all__ = ["CapacityError", "CudaGraphProfile", "MemorySummary", "PaddingLayers", "VllmLog", "parse_vllm_log"]
@@ -69,9 +70,11 @@ class MemorySummary(_Frozen):
     total_gib: float
     gpu_memory_utilization: float
     requested_gib: float
-    consumed_gib: float
+    consumed_gib: float | None  # "for consumed memory (weights + non-torch)" (0.2x+)
     peak_activation_gib: float
     cudagraph_gib: float
+    weights_gib: float | None = None  # older wording: "for weight, ... for non-torch memory"
+    non_torch_gib: float | None = None
     kv_cache_memory_to_requested_limit: int
     kv_cache_memory_to_gpu_limit: int
     kv_cache_in_use_gib: float
@@ -130,6 +133,24 @@ class VllmLog(_Frozen):
         """The smallest per-worker KV budget (vLLM sizes every worker to the limiting one)."""
         pool = self.available_kv_cache_gib or self.kv_cache_memory_reserved_gib
         return min(pool) if pool else None
+
+    @property
+    def memory(self) -> LoggedMemory | None:
+        """The memory terms of the limiting worker as logged (the one with the least KV memory),
+        or None if the log has none of the memory lines."""
+        summary = min(self.memory_summaries, key=lambda m: m.kv_cache_in_use_gib, default=None)
+        weights = max(self.model_loading_gib, default=None)
+        available = self.limiting_available_kv_cache_gib
+        if summary is None and weights is None and available is None:
+            return None
+        if summary is None:
+            return LoggedMemory(weights_gib=weights, available_kv_gib=available)
+        return LoggedMemory(
+            total_gib=summary.total_gib, gpu_memory_utilization=summary.gpu_memory_utilization,
+            requested_gib=summary.requested_gib, weights_gib=summary.weights_gib or weights,
+            consumed_gib=summary.consumed_gib, non_torch_gib=summary.non_torch_gib,
+            peak_activation_gib=summary.peak_activation_gib, cudagraph_gib=summary.cudagraph_gib,
+            available_kv_gib=available if available is not None else summary.kv_cache_in_use_gib)
 
     @property
     def started(self) -> bool | None:

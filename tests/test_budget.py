@@ -50,7 +50,10 @@ def test_explicit_budget():
     assert explicit_budget(12345).available_kv_bytes_per_gpu == 12345
     assert b.extensible_kv_cache is False
     with pytest.raises(InputError):
-        explicit_budget("-3GiB")
+        explicit_budget("-3GiB")  # a string is a size: positive
+    zero = explicit_budget(0)  # --kv-cache-memory 0 arrives parsed (units.parse_kv_cache_memory_bytes)
+    assert zero.available_kv_bytes_per_gpu == 0
+    assert any("reads --kv-cache-memory 0 as unset" in w for w in zero.warnings)
 
 
 def test_budget_from_log():
@@ -63,9 +66,15 @@ def test_budget_from_log():
     line = ("(EngineCore pid=1) INFO 07-01 12:00:00 [gpu_worker.py:298] Available KV cache memory: "
             "58.11 GiB\nINFO ... GPU KV cache size: 475,968 tokens")
     assert budget_from_log_line(line) == budget_from_log_gib(58.11)
-    for bad in ("abc", "0", "-1.05", "nan"):
+    for bad in ("abc", "nan", "inf"):
         with pytest.raises(InputError):
             budget_from_log_gib(bad)
+    # zero or negative: vLLM logged it, then failed; planned (the planner gives vLLM's error)
+    neg = budget_from_log_line("INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache memory: "
+                               "-2.14 GiB")
+    assert neg.available_kv_bytes_per_gpu == -round(2.14 * 2**30)
+    assert any("take all of the requested memory" in w for w in neg.warnings)
+    assert budget_from_log_gib("0").available_kv_bytes_per_gpu == 0
     with pytest.raises(InputError):
         budget_from_log_line("no such line")
 
