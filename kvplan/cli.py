@@ -107,6 +107,7 @@ Opt = typer.Option
 @app.command()
 @handles_errors
 def check(
+    ctx: typer.Context,
     model: Annotated[str | None, typer.Argument(
         help="Hugging Face model: hub id (org/name[@rev]), local folder or config.json")] = None,
     specs: Annotated[Path | None, Opt("--specs", help="plan a layer-spec JSON file instead")] = None,
@@ -191,7 +192,7 @@ def check(
                      fmt, as_json, explain)
         return
     if serve is not None or from_log is not None:
-        given = _command_line_options(dict(locals()))
+        given = _command_line_options(ctx, dict(locals()))
         if kv_cache_memory is not None:
             given["kv_cache_memory"] = avail
         _check_serve_or_log(serve, from_log, given, allow_long=allow_long, explain=explain,
@@ -404,17 +405,11 @@ def _read_deployments(path: Path) -> Any:
 _NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain"})
 
 
-def _command_line_options(values: dict[str, Any]) -> dict[str, Any]:
+def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
     """The deployment options typed on the command line (not left at their defaults)."""
-    import click
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return {}
     return {name: value for name, value in values.items()
             if name not in _NOT_DEPLOYMENT and name in ctx.params
-            and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+            and getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
 
 
 def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[str, Any], *,
@@ -462,13 +457,16 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
     if "model" not in entry:
         raise InputError(f"{from_log}: the log names no model",
                          hint="give the model next to the log: kvplan check MODEL --from-log LOG")
-    if source.get("available_kv_gib") == "log" and any(
-            source.get(k) == "command line" for k in ("gpu_memory_utilization", "gpu_memory")):
-        # the logged budget was measured at the log's utilization: estimate it anew
+    logged_util = log.memory.gpu_memory_utilization if log is not None and log.memory else None
+    logged_util = log.non_default_args.get("gpu_memory_utilization", logged_util) if log else None
+    if source.get("available_kv_gib") == "log" and given.get("gpu_memory_utilization") not in (
+            None, logged_util) and logged_util is not None:
+        # the logged budget was measured at another utilization: estimate it anew
         entry.pop("available_kv_gib")
         source.pop("available_kv_gib")
-        notes.append("the log's 'Available KV cache memory' was measured at its own "
-                     "gpu_memory_utilization: the budget is estimated anew for the command line's")
+        notes.append(f"the log's 'Available KV cache memory' was measured at gpu_memory_utilization "
+                     f"{logged_util}: the budget is estimated anew for the command line's "
+                     f"{given['gpu_memory_utilization']}")
     req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
     req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
     try:
