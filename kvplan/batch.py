@@ -203,13 +203,17 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
     return out
 
 
-def run_batch(data: Any, *, vllm_version: str | None = None) -> Batch:
-    """Validate every entry first (a bad file is one error, exit 2), then plan them all."""
+def run_batch(data: Any, *, vllm_version: str | None = None,
+              allow_long_max_model_len: bool = False) -> Batch:
+    """Validate every entry first (a bad file is one error, exit 2), then plan them all.
+    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment."""
     requests = []
     for name, entry, defaults in parse_deployments(data):
         req = request_from_entry(entry, defaults, f"deployment {name!r}")
         if vllm_version:
             req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
+        if allow_long_max_model_len:
+            req = replace(req, deployment=replace(req.deployment, allow_long_max_model_len=True))
         requests.append((name, req))
     entries = []
     for name, req in requests:

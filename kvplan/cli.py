@@ -280,10 +280,12 @@ def layers(
     from kvplan import report
     from kvplan.build import Deployment
     from kvplan.deploy import Request, layer_rows
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     mml, _ = _parse_max_model_len(max_model_len)
     dep = Deployment(vllm_version=vllm, kv_cache_dtype=kv_cache_dtype,
                      draft_kv_cache_dtype=draft_kv_cache_dtype, max_model_len=mml,
+                     allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
                      tensor_parallel_size=tensor_parallel_size,
                      speculative_method=speculative_method,
                      num_speculative_tokens=num_speculative_tokens, max_num_batched_tokens=8192)
@@ -331,7 +333,10 @@ def sweep(
     dtypes = [d.strip() for d in kv_cache_dtype.split(",") if d.strip()]
     if not gpus or not dtypes:
         raise InputError("--gpu and --kv-cache-dtype need at least one value")
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
+
     dep = Deployment(vllm_version=vllm, with_fix=with_fix, tensor_parallel_size=tensor_parallel_size,
+                     allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
                      max_num_batched_tokens=max_num_batched_tokens,
                      speculative_method=speculative_method,
                      num_speculative_tokens=num_speculative_tokens,
@@ -362,8 +367,10 @@ def ci(
     """Plan several named deployments; exit 1 if any does not fit, 2 if an entry is invalid."""
     from kvplan import report
     from kvplan.batch import run_batch
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
-    batch = run_batch(_read_deployments(file), vllm_version=vllm)
+    batch = run_batch(_read_deployments(file), vllm_version=vllm,
+                      allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:

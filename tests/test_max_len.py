@@ -99,3 +99,20 @@ def test_serve_line_env_var_counts_too(monkeypatch) -> None:
     assert refused.exit_code == EXIT_DOES_NOT_FIT and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in refused.stderr
     allowed = runner.invoke(app, ["check", "--serve", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 " + line])
     assert allowed.exit_code == 0, allowed.output
+
+
+def test_ci_and_sweep_read_the_env_var_too(monkeypatch, tmp_path) -> None:
+    deployments = tmp_path / "d.toml"
+    deployments.write_text(f'[[deployment]]\nname = "long"\nmodel = "{QWEN3_8B}"\n'
+                           'max-model-len = 131072\nkv-cache-memory = "80GiB"\n')
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    assert runner.invoke(app, ["ci", str(deployments)]).exit_code == EXIT_DOES_NOT_FIT
+    sweep = runner.invoke(app, ["sweep", str(QWEN3_8B), "--max-model-len", "32k,64k",
+                                "--kv-cache-memory", "80GiB", "--json"])
+    points = json.loads(sweep.stdout)["rows"][0]["points"]
+    assert [p["fits"] for p in points] == [True, False]  # 65,536 > 40,960: vLLM refuses it
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    assert runner.invoke(app, ["ci", str(deployments)]).exit_code == 0
+    sweep = runner.invoke(app, ["sweep", str(QWEN3_8B), "--max-model-len", "32k,64k",
+                                "--kv-cache-memory", "80GiB", "--json"])
+    assert [p["fits"] for p in json.loads(sweep.stdout)["rows"][0]["points"]] == [True, True]
