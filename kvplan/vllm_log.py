@@ -296,6 +296,11 @@ _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
     """Split at `sep` outside quotes and brackets; `<Enum.X: 3>` reprs count as brackets."""
+    return _scan(s, sep)[0]
+
+
+def _scan(s: str, sep: str = ",") -> tuple[list[str], bool]:
+    """(`s` split at `sep` outside quotes and brackets, whether a quote or bracket is left open)."""
     parts: list[str] = []
     stack: list[str] = []
     quote: str | None = None
@@ -322,7 +327,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
             start = i + 1
         i += 1
     parts.append(s[start:])
-    return parts
+    return parts, bool(quote or stack)
 
 
 def _literal_eval(text: str) -> Any:
@@ -358,24 +363,7 @@ _ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*")
 
 def _unbalanced(text: str) -> bool:
     """An open quote or bracket at the end: the text was cut."""
-    stack: list[str] = []
-    quote: str | None = None
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            stack.append(_OPEN[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-        i += 1
-    return bool(quote or stack)
+    return _scan(text)[1]
 
 
 def _parse_kv_list(body: str) -> dict[str, Any]:
