@@ -831,3 +831,21 @@ def test_refused_hub_answers_in_seconds_without_retrying(tmp_path, cached):
         lines = out.stderr.splitlines()
         assert len(lines) == 2 and lines[0].startswith("Error: cannot reach " + endpoint)
         assert lines[1].startswith("Hint: ")
+
+
+@pytest.mark.parametrize(("status", "calls"), [(503, 2), (429, 2), (404, 1), (401, 1)])
+def test_probe_retries_once_only_what_a_retry_can_fix(monkeypatch, status, calls):
+    """A 5xx/429 gets one quiet second try (1 s later); a 401/404 none."""
+    seen, sleeps = [], []
+
+    def fake(*args, **kwargs):
+        seen.append(args)
+        raise hf_errors.HfHubHTTPError(str(status), response=_response(status))
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", fake)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _raiser(AssertionError("no download")))
+    monkeypatch.setattr("time.sleep", sleeps.append)
+    with pytest.raises(HubError):
+        load_model_files("org/name")
+    assert len(seen) == calls and sleeps == [1.0] * (calls - 1)
