@@ -197,15 +197,17 @@ def _log_comparison_table(rows: tuple[TermComparison, ...]) -> Table:
     for col in ("term", "logged GiB", "kvplan GiB", "kvplan − log"):
         table.add_column(col, justify="left" if col == "term" else "right")
     for r in rows:
-        est = "-" if r.estimated_bytes is None else f"{r.estimated_bytes / 2**30:.2f}"
         diff = "-" if r.difference_bytes is None else f"{r.difference_bytes / 2**30:+.2f}"
-        logged = "-" if r.logged_bytes is None else f"{r.logged_bytes / 2**30:.2f}"
-        table.add_row(r.name, logged, est, diff)
+        table.add_row(r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff)
     return table
 
 
 def render_json(plan: Plan) -> str:
     return json.dumps(plan.model_dump(mode="json"), indent=2, sort_keys=False)
+
+
+def _gib_or_dash(num_bytes: int | None) -> str:
+    return "-" if num_bytes is None else f"{num_bytes / 2**30:.2f}"
 
 
 def render_markdown(plan: Plan) -> str:
@@ -214,6 +216,14 @@ def render_markdown(plan: Plan) -> str:
              f"vLLM {plan.vllm_version}{' + PR #53499 fix' if plan.with_fix else ''}"
              + (f" · GPU {plan.gpu}" if plan.gpu else "")
              + f" · max_model_len {plan.max_model_len:,} · budget {plan.budget_mode}", ""]
+    if plan.provenance:
+        lines += ["Inputs: " + "; ".join(
+            f"{where}: {', '.join(f'`{k}`' for k, w in plan.provenance.items() if w == where)}"
+            for where in dict.fromkeys(plan.provenance.values())) + "; the rest: defaults.", ""]
+    if plan.budget is not None and plan.budget.log_comparison:
+        lines += ["| memory per GPU | vLLM's log GiB | kvplan GiB |", "|---|---:|---:|"]
+        lines += [f"| {r.name} | {_gib_or_dash(r.logged_bytes)} | {_gib_or_dash(r.estimated_bytes)} |"
+                  for r in plan.budget.log_comparison] + [""]
     if plan.verdict is Verdict.CANNOT_GROUP:
         lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
         return "\n".join(lines) + "\n"

@@ -158,3 +158,13 @@ def test_no_memory_text_of_031_is_the_one_users_posted() -> None:
 
     posted = parse_vllm_log((LOGS / "issue-vllm-backport-15-no-memory.log").read_bytes()).capacity_error
     assert posted is not None and posted.message == _oracle_no_memory_text("0.31.0")
+
+
+def test_markdown_names_the_inputs_and_the_logged_terms() -> None:
+    res = runner.invoke(app, ["check", str(CONFIGS / "openai--gpt-oss-20b"), "--from-log",
+                              str(LOGS / "issue-vllm-23278-gpt-oss-120b-negative-kv.log"), "--gpu", "H100",
+                              "--gpu-memory-utilization", "0.9", "--format", "markdown"])
+    assert res.exit_code == 1
+    assert ("Inputs: log: `available_kv_gib`; command line: `gpu`, `gpu_memory_utilization`, `model`; "
+            "the rest: defaults.") in res.stdout
+    assert "| model weights | 65.97 |" in res.stdout and "| available KV cache memory | -2.14 |" in res.stdout
