@@ -39,6 +39,7 @@ class CheckOptions(TypedDict, total=False):
     draft_kv_cache_dtype: str | None
     dtype: str
     max_model_len: int | str | None  # 131072, "128k", "auto" or -1
+    allow_long_max_model_len: bool  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the CLI reads the variable)
     max_num_batched_tokens: int | None
     max_num_seqs: int | None
     block_size: int | None
@@ -83,6 +84,7 @@ class SweepOptions(TypedDict, total=False):
     """`kvplan.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
 
     max_model_len: str | int | list[int]  # "8k..1M", "8k,32k,128k", 131072 or [8192, 32768]
+    allow_long_max_model_len: bool
     gpu: str | list[str]
     kv_cache_dtype: str | list[str]
     speculative_method: str | None
@@ -106,6 +108,7 @@ class FitOptions(TypedDict, total=False):
     price: dict[str, float] | list[str] | None  # {"H100": 2.1} or ["H100=2.1"]
     prices: str | Path | None  # a file of GPU=USD lines or a JSON object
     top: int
+    allow_long_max_model_len: bool
     speculative_config: dict[str, Any] | str | None
     speculative_method: str | None
     num_speculative_tokens: int
@@ -138,14 +141,12 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     if draft is not None:
         _need_str(draft, "draft")
     from kvplan.deploy import Request, evaluate
-    from kvplan.units import parse_size_bytes
+    from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
     if util is not None and not 0 < util <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
-    gib = o.get("available_kv_gib")
-    if gib is not None and gib <= 0:
-        raise InputError("--available-kv-gib must be positive")
+    gib = _available_kv_gib(o)
     kv_mem = o.get("kv_cache_memory")
     gpu_mem = o.get("gpu_memory")
     mml, auto = parse_max_model_len(o.get("max_model_len"))
@@ -155,7 +156,8 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
                   draft=draft or spec.get("model"), gpu=o.get("gpu"),
                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
                   gpu_memory_utilization=util,
-                  kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
+                  kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
+                                         if kv_mem is not None else None),
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False))
     return evaluate(req).plan
@@ -170,6 +172,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
         kv_cache_dtype=o.get("kv_cache_dtype", "auto"), dtype=o.get("dtype", "auto"),
         block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
+        allow_long_max_model_len=o.get("allow_long_max_model_len", False),
         max_num_batched_tokens=o.get("max_num_batched_tokens"),
         max_num_seqs=o.get("max_num_seqs"),
         tensor_parallel_size=o.get("tensor_parallel_size", 1),
@@ -203,7 +206,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     from kvplan.engine.planner import plan as run_plan
     from kvplan.plan import build_plan
     from kvplan.specfile import load_spec_file
-    from kvplan.units import GiB, parse_size_bytes
+    from kvplan.units import GiB, parse_kv_cache_memory_bytes
 
     if isinstance(path_or_dict, Mapping):
         case: Any = dict(path_or_dict)
@@ -211,15 +214,13 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
         case = read_json(Path(path_or_dict), "spec file")
     else:
         raise OptionError(f"check_specs needs a path or a dict, got {type(path_or_dict).__name__}")
-    gib = o.get("available_kv_gib")
+    gib = _available_kv_gib(o)
     kv_mem = o.get("kv_cache_memory")
     avail: int | None = None
     if kv_mem is not None:
-        avail = parse_size_bytes(kv_mem)
+        avail = parse_kv_cache_memory_bytes(kv_mem)  # 0 or negative: vLLM's no-memory error
     elif gib is not None:
-        if gib <= 0:
-            raise InputError("--available-kv-gib must be positive")
-        avail = int(gib * GiB)
+        avail = int(round(gib * GiB))
     mml, auto = parse_max_model_len(o.get("max_model_len"))
     sf = load_spec_file(case, vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                         available_kv_bytes=avail, max_model_len=mml,
@@ -258,6 +259,7 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
     kv_mem = o.get("kv_cache_memory")
     dep = Deployment(vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                      tensor_parallel_size=o.get("tensor_parallel_size", 1),
+                     allow_long_max_model_len=o.get("allow_long_max_model_len", False),
                      max_num_batched_tokens=o.get("max_num_batched_tokens"),
                      speculative_method=o.get("speculative_method"),
                      num_speculative_tokens=o.get("num_speculative_tokens", 0),
@@ -319,6 +321,15 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
                   kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                   progress=progress)
+
+def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
+    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error."""
+    import math
+
+    gib = o.get("available_kv_gib")
+    if gib is not None and not math.isfinite(gib):
+        raise InputError(f"--available-kv-gib must be a number, got {gib}")
+    return gib  # type: ignore[no-any-return]
 
 def _names(value: str | list[str]) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value

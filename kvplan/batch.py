@@ -12,7 +12,7 @@ from kvplan.build import Deployment
 from kvplan.deploy import Request, evaluate
 from kvplan.errors import InputError, KvplanError
 from kvplan.plan import Plan
-from kvplan.units import parse_size_bytes, parse_token_count
+from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
 
 # deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
@@ -71,6 +71,63 @@ def serve_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return out, skipped
 
 
+# what the resolved fields of a log (engine-config line over non-default args) set
+_LOG_FIELDS = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
+               "pipeline_parallel_size": "pipeline_parallel_size",
+               "decode_context_parallel_size": "decode_context_parallel_size",
+               "data_parallel_size": "data_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
+               "enable_prefix_caching": "enable_prefix_caching", "block_size": "block_size",
+               "speculative_config": "speculative_config"}
+BUDGET_KEYS = ("kv_cache_memory", "available_kv_gib")
+
+
+def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The deployment a vLLM start-up log (`VllmLog`) describes, as deployment-file keys:
+    its non-default args, the values its engine-config line resolved, its release and its
+    logged KV memory. Returns (entry, flags kvplan does not model, notes)."""
+    from kvplan.engine.profiles import PROFILES
+
+    entry, skipped = serve_options(dict(log.non_default_args))
+    notes: list[str] = []
+    auto = str(entry.get("max_model_len", "")).strip().lower() in ("-1", "auto")
+    for field, key in _LOG_FIELDS.items():
+        value = getattr(log, field)
+        if value is not None and not (key == "max_model_len" and auto):
+            entry[key] = value
+    if log.model:
+        entry["model"] = log.model
+    if log.version:
+        v = ".".join(log.version.split(".")[:2]) + ".0"
+        if v in PROFILES:
+            entry["vllm"] = v
+        else:
+            notes.append(f"the log is from vLLM {log.version}; planned with the newest profile "
+                         "kvplan has (pass --vllm to choose)")
+    if "kv_cache_memory" not in entry and log.limiting_available_kv_cache_gib is not None:
+        entry["available_kv_gib"] = log.limiting_available_kv_cache_gib
+    return entry, skipped, notes
+
+
+def layer_entries(layers: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Deployment-file entries merged in order, the later winning key by key (e.g. log <
+    serve line < command line), and where each value came from. A budget key (kv_cache_memory,
+    available_kv_gib) replaces the other one of any earlier layer, and an earlier layer's
+    gpu_memory_utilization, which a given budget makes moot."""
+    entry: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    for name, layer in layers:
+        layer = {_norm(k): v for k, v in layer.items() if v is not None}
+        if any(k in layer for k in BUDGET_KEYS):
+            for k in (*BUDGET_KEYS, "gpu_memory_utilization"):
+                if k not in layer:
+                    entry.pop(k, None)
+                    source.pop(k, None)
+        for k, v in layer.items():
+            entry[k] = v
+            source[k] = name
+    return entry, source
+
+
 def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str) -> Request:
     """One `[[deployment]]` table (over `[defaults]`) → Request."""
     merged = {_norm(k): v for k, v in defaults.items()}
@@ -121,11 +178,13 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
         dep = Deployment(**dep_kw)
     except TypeError as exc:
         raise InputError(f"{where}: {exc}") from None
-    kv_mem = merged.pop("kv_cache_memory", None) or merged.pop("kv_cache_memory_bytes", None)
+    kv_mem = merged.pop("kv_cache_memory", None)
+    kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
     gpu_mem = merged.pop("gpu_memory", None)
     name = str(merged.pop("name", merged["model"]))
     return Request(model=str(merged.pop("model")), deployment=dep, label=name,
-                   kv_cache_memory_bytes=parse_size_bytes(kv_mem) if kv_mem is not None else None,
+                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
+                                          if kv_mem is not None else None),
                    gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem is not None else None,
                    **{k: v for k, v in merged.items() if k in REQUEST_KEYS})
 
@@ -146,13 +205,17 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
     return out
 
 
-def run_batch(data: Any, *, vllm_version: str | None = None) -> Batch:
-    """Validate every entry first (a bad file is one error, exit 2), then plan them all."""
+def run_batch(data: Any, *, vllm_version: str | None = None,
+              allow_long_max_model_len: bool = False) -> Batch:
+    """Validate every entry first (a bad file is one error, exit 2), then plan them all.
+    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment."""
     requests = []
     for name, entry, defaults in parse_deployments(data):
         req = request_from_entry(entry, defaults, f"deployment {name!r}")
         if vllm_version:
             req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
+        if allow_long_max_model_len:
+            req = replace(req, deployment=replace(req.deployment, allow_long_max_model_len=True))
         requests.append((name, req))
     entries = []
     for name, req in requests:

@@ -47,10 +47,41 @@ class BudgetTerm(_Frozen):
         return format_gib(self.num_bytes)
 
 
+class TermComparison(_Frozen):
+    """One memory term as vLLM's log reports it, beside kvplan's estimate of it."""
+
+    name: str
+    logged_bytes: int | None  # GiB as logged × 2^30 (±0.005 GiB)
+    estimated_bytes: int | None
+
+    @property
+    def difference_bytes(self) -> int | None:
+        if self.logged_bytes is None or self.estimated_bytes is None:
+            return None
+        return self.estimated_bytes - self.logged_bytes
+
+
+class LoggedMemory(_Frozen):
+    """What a vLLM start-up log says about one worker's memory, GiB as logged (2 decimals).
+    `consumed_gib` is the 0.2x+ wording (weights + non-torch); older logs split the two."""
+
+    total_gib: float | None = None
+    gpu_memory_utilization: float | None = None
+    requested_gib: float | None = None
+    weights_gib: float | None = None
+    consumed_gib: float | None = None
+    non_torch_gib: float | None = None
+    peak_activation_gib: float | None = None
+    cudagraph_gib: float | None = None
+    available_kv_gib: float | None = None
+
+
 class KvBudget(_Frozen):
     mode: BudgetMode
     available_kv_bytes_per_gpu: int
     breakdown: tuple[BudgetTerm, ...] = ()
+    # vLLM's logged terms beside kvplan's estimate of each (a log with its memory lines + a GPU)
+    log_comparison: tuple[TermComparison, ...] = ()
     warnings: tuple[str, ...] = ()
     vllm_version: str | None = None
     gpu_memory_utilization: float | None = None
@@ -74,15 +105,20 @@ def explicit_budget(num_bytes: int | str, *, gpu_memory_utilization: float | Non
     vLLM still runs the profile pass but ignores gpu_memory_utilization; in 0.34 it also turns
     the extensible KV cache off. The multimodal IPC reservation (0 by default) is not subtracted.
     """
-    b = parse_size_bytes(num_bytes)
+    b = num_bytes if isinstance(num_bytes, int) else parse_size_bytes(num_bytes)
+    warnings = []
+    if gpu_memory_utilization is not None:
+        warnings.append("gpu_memory_utilization is ignored when the KV cache memory is given "
+                        "(and vLLM 0.34 disables the extensible KV cache)")
+    if b == 0:
+        warnings.append("vLLM itself reads --kv-cache-memory 0 as unset and sizes the cache from "
+                        "gpu_memory_utilization (gpu_worker.py: `if kv_cache_memory_bytes:`); "
+                        "planned here as 0 bytes for the KV cache")
     return KvBudget(
         mode=BudgetMode.EXPLICIT, available_kv_bytes_per_gpu=b,
         breakdown=(BudgetTerm(name="kv_cache_memory_bytes", num_bytes=b,
                               how="given (vLLM: CacheConfig.kv_cache_memory_bytes)"),),
-        warnings=(("gpu_memory_utilization is ignored when the KV cache memory is given "
-                   "(and vLLM 0.34 disables the extensible KV cache)",)
-                  if gpu_memory_utilization is not None else ()),
-        extensible_kv_cache=False,
+        warnings=tuple(warnings), extensible_kv_cache=False,
     )
 
 
@@ -97,17 +133,43 @@ def budget_from_log_gib(gib: float | str) -> KvBudget:
     except ValueError:
         raise InputError(f"cannot read the logged KV memory {gib!r}",
                          hint="give the number from 'Available KV cache memory: 12.34 GiB'") from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"the logged KV memory must be positive, got {gib!r}",
-                         hint="a zero or negative value means that vLLM run could not start")
+    if not math.isfinite(value):
+        raise InputError(f"the logged KV memory must be a number, got {gib!r}",
+                         hint="give the number from 'Available KV cache memory: 12.34 GiB'")
     b = int(round(value * GiB))
+    warnings = [f"the log rounds to 2 decimals: the true value is within ±0.005 GiB "
+                f"({int(0.005 * GiB):,} bytes) of {value} GiB"]
+    if b <= 0:
+        warnings.append(f"vLLM measured {value} GiB for the KV cache: the weights and the memory "
+                        "reserved for activations, non-torch allocations and CUDA graphs take all "
+                        "of the requested memory (total × gpu_memory_utilization) and more")
     return KvBudget(
         mode=BudgetMode.FROM_LOG, available_kv_bytes_per_gpu=b,
         breakdown=(BudgetTerm(name="available KV cache memory (logged)", num_bytes=b,
                               how=f"{value} GiB × 2^30 from vLLM's log"),),
-        warnings=(f"the log rounds to 2 decimals: the true value is within ±0.005 GiB "
-                  f"({int(0.005 * GiB):,} bytes) of {value} GiB",),
+        warnings=tuple(warnings),
     )
+
+
+def explained_budget(budget: KvBudget, *, requested: tuple[int, str],
+                     deductions: tuple[tuple[str, int, str], ...]) -> KvBudget:
+    """The same budget, its breakdown written as vLLM measures it (gpu_worker.py
+    determine_available_memory):
+
+        available = requested − weights (− non-torch − activation peak − CUDA graphs)
+
+    `requested` = (bytes, how); `deductions` = (name, bytes, how), e.g. the weights from the log's
+    "Model loading took" line. What the deductions leave unexplained is one inferred term, so the
+    lines add up to the given (or logged) available memory exactly."""
+    given = budget.breakdown[0].how if budget.breakdown else "given"
+    terms = [BudgetTerm(name="requested memory", num_bytes=requested[0], how=requested[1])]
+    terms += [BudgetTerm(name=name, num_bytes=-b, how=how) for name, b, how in deductions]
+    rest = sum(t.num_bytes for t in terms) - budget.available_kv_bytes_per_gpu
+    if rest or not deductions:
+        terms.append(BudgetTerm(
+            name="everything else (inferred)", num_bytes=-rest,
+            how=f"requested − the terms above − the available memory ({given})"))
+    return budget.model_copy(update={"breakdown": tuple(terms)})
 
 
 _LOG_RE = re.compile(r"Available KV cache memory:\s*(-?[0-9.]+)\s*GiB")

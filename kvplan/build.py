@@ -22,6 +22,7 @@ from kvplan.engine.blocksize import (
 from kvplan.engine.planner import PlannerInput
 from kvplan.engine.profiles import VllmProfile, get_profile
 from kvplan.errors import InputError, UnsupportedError
+from kvplan.max_len import verify_max_model_len
 from kvplan.model import LayerDescription, LayerKind, ModelDescription
 from kvplan.parallel import get_pp_indices
 from kvplan.specs import (
@@ -72,6 +73,7 @@ class Deployment:
     block_size: int | None = None  # --block-size (None: the release default)
     max_model_len: int | None = None  # None: from the config
     auto_fit_max_model_len: bool = False
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (read by the CLI)
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
     max_num_seqs: int | None = None
     tensor_parallel_size: int = 1
@@ -352,7 +354,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     k = dep.num_speculative_tokens if method else 0
     if method and k < 1:
         raise InputError(f"speculative method {method} needs --num-speculative-tokens ≥ 1")
-    max_model_len = dep.max_model_len or target.max_position_embeddings
+    max_model_len, long_warning = verify_max_model_len(
+        target, dep.max_model_len, allow_long=dep.allow_long_max_model_len)
+    warnings += [long_warning] if long_warning else []
     if not max_model_len:
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")

@@ -14,7 +14,15 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.errors import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_FITS, InputError, KvplanError
+from kvplan.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DOES_NOT_FIT,
+    EXIT_FITS,
+    ConfigError,
+    HubError,
+    InputError,
+    KvplanError,
+)
 
 HELP = """Will this model, draft head, KV dtype and context length start on that GPU under vLLM?
 
@@ -89,6 +97,7 @@ Opt = typer.Option
 @app.command()
 @handles_errors
 def check(
+    ctx: typer.Context,
     model: Annotated[str | None, typer.Argument(
         help="Hugging Face model: hub id (org/name[@rev]), local folder or config.json")] = None,
     specs: Annotated[Path | None, Opt("--specs", help="plan a layer-spec JSON file instead")] = None,
@@ -151,9 +160,11 @@ def check(
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
     from kvplan import api
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     if specs is not None:
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
                                kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib,
@@ -161,13 +172,13 @@ def check(
                                max_num_batched_tokens=max_num_batched_tokens, explain=explain)
         raise typer.Exit(_emit(plan, fmt, as_json))
     if serve is not None or from_log is not None:
-        from kvplan.units import parse_size_bytes
+        from kvplan.units import parse_kv_cache_memory_bytes
 
-        avail = parse_size_bytes(kv_cache_memory) if kv_cache_memory is not None else None
-        _check_serve_or_log(serve, from_log, gpu=gpu, vllm=vllm, with_fix=with_fix,
-                            kv_cache_memory=avail if kv_cache_memory is not None else None,
-                            available_kv_gib=available_kv_gib, explain=explain, fmt=fmt,
-                            as_json=as_json, draft_block_size=draft_block_size)
+        given = _command_line_options(ctx, dict(locals()))
+        if kv_cache_memory is not None:  # 0 or negative: vLLM's no-memory error
+            given["kv_cache_memory"] = parse_kv_cache_memory_bytes(kv_cache_memory)
+        _check_serve_or_log(serve, from_log, given, allow_long=allow_long, explain=explain,
+                            fmt=fmt, as_json=as_json)
         return
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
@@ -178,6 +189,7 @@ def check(
         kv_cache_dtype=kv_cache_dtype, draft_kv_cache_dtype=draft_kv_cache_dtype, dtype=dtype,
         max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, block_size=block_size, draft_block_size=draft_block_size,
+        allow_long_max_model_len=allow_long,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         decode_context_parallel_size=decode_context_parallel_size,
         draft_tensor_parallel_size=draft_tensor_parallel_size,
@@ -240,10 +252,12 @@ def layers(
     from kvplan import report
     from kvplan.build import Deployment
     from kvplan.deploy import Request, layer_rows
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     mml, _ = _parse_max_model_len(max_model_len)
     dep = Deployment(vllm_version=vllm, kv_cache_dtype=kv_cache_dtype,
                      draft_kv_cache_dtype=draft_kv_cache_dtype, max_model_len=mml,
+                     allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
                      tensor_parallel_size=tensor_parallel_size,
                      speculative_method=speculative_method,
                      num_speculative_tokens=num_speculative_tokens, max_num_batched_tokens=8192)
@@ -284,6 +298,7 @@ def sweep(
 ) -> None:
     """Largest fitting context and concurrency per GPU × KV dtype × max_model_len."""
     from kvplan import api, report
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     result = api.sweep(model, draft=draft, max_model_len=max_model_len, gpu=gpu,
                        kv_cache_dtype=kv_cache_dtype, speculative_method=speculative_method,
@@ -292,7 +307,8 @@ def sweep(
                        tensor_parallel_size=tensor_parallel_size,
                        max_num_batched_tokens=max_num_batched_tokens,
                        gpu_memory_utilization=gpu_memory_utilization,
-                       kv_cache_memory=kv_cache_memory, vllm=vllm, with_fix=with_fix)
+                       kv_cache_memory=kv_cache_memory, vllm=vllm, with_fix=with_fix,
+                       allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
     if plot is not None:
         if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError(f"--plot {plot}: use a .png, .svg or .pdf file name")
@@ -315,8 +331,10 @@ def ci(
     """Plan several named deployments; exit 1 if any does not fit, 2 if an entry is invalid."""
     from kvplan import report
     from kvplan.batch import run_batch
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
-    batch = run_batch(_read_deployments(file), vllm_version=vllm)
+    batch = run_batch(_read_deployments(file), vllm_version=vllm,
+                      allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:
@@ -354,18 +372,39 @@ def _read_deployments(path: Path) -> Any:
         raise InputError(f"{path} is not valid TOML: {exc}") from None
 
 
-def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | None,
-                        vllm: str | None, with_fix: bool, kv_cache_memory: int | None,
-                        available_kv_gib: float | None, explain: bool, fmt: str, as_json: bool,
-                        draft_block_size: int | None) -> None:
+# check's options that describe the deployment (the others pick what to plan and how to show it)
+_NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain"})
+
+
+def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The deployment options typed on the command line (not left at their defaults)."""
+    return {name: value for name, value in values.items()
+            if name not in _NOT_DEPLOYMENT and name in ctx.params
+            and getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
+
+
+def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[str, Any], *,
+                        allow_long: bool, explain: bool, fmt: str, as_json: bool) -> None:
+    """Plan what a serve line and/or a start-up log describe: command line > serve line > log >
+    defaults, key by key; the plan says where each value came from."""
     from dataclasses import replace
 
-    from kvplan.batch import request_from_entry, serve_options
+    from kvplan.batch import layer_entries, log_entry, request_from_entry, serve_options
     from kvplan.deploy import evaluate, log_notes
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     notes: list[str] = []
-    entry: dict[str, Any] = {}
+    layers: list[tuple[str, dict[str, Any]]] = []
     log = None
+    if from_log is not None:
+        from kvplan.vllm_log import parse_vllm_log
+
+        if not from_log.is_file():
+            raise InputError(f"log file {from_log} does not exist")
+        log = parse_vllm_log(from_log.read_bytes())
+        entry, skipped, log_notes_ = log_entry(log)
+        layers.append(("log", entry))
+        notes += log_notes_
     if serve is not None:
         from kvplan.serve_line import parse_serve_command
 
@@ -379,48 +418,40 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, *, gpu: str | 
             notes.append(f"serve line: not modelled by kvplan: {', '.join(skipped)}")
         if cmd.env.get("VLLM_PP_LAYER_PARTITION"):
             entry["pp_layer_partition"] = cmd.env["VLLM_PP_LAYER_PARTITION"]
-    if from_log is not None:
-        from kvplan.vllm_log import parse_vllm_log
-
-        if not from_log.is_file():
-            raise InputError(f"log file {from_log} does not exist")
-        log = parse_vllm_log(from_log.read_bytes())
-        if not entry:
-            entry, skipped = serve_options(dict(log.non_default_args))
-            entry["model"] = log.model or log.non_default_args.get("model")
-            if not entry["model"]:
-                raise InputError(f"{from_log}: the log names no model",
-                                 hint="give the serve line too: --serve \"vllm serve MODEL ...\"")
-        if log.limiting_available_kv_cache_gib is not None and kv_cache_memory is None \
-                and available_kv_gib is None:
-            entry.pop("kv_cache_memory", None)
-            available_kv_gib = log.limiting_available_kv_cache_gib
-        if vllm is None and log.version:
-            from kvplan.engine.profiles import PROFILES
-
-            v = ".".join(log.version.split(".")[:2]) + ".0"
-            if v in PROFILES:
-                vllm = v
-            else:
-                notes.append(f"the log is from vLLM {log.version}; planned with the newest "
-                             "profile kvplan has (pass --vllm to choose)")
-    for key, value in (("gpu", gpu), ("vllm", vllm), ("with_fix", with_fix or None),
-                       ("draft_block_size", draft_block_size)):
-        if value is not None:
-            entry[key] = value
-    if kv_cache_memory is not None:
-        entry["kv_cache_memory"] = kv_cache_memory
-    if available_kv_gib is not None:
-        entry["available_kv_gib"] = available_kv_gib
-    entry.pop("gpu_memory_utilization", None) if (
-        "kv_cache_memory" in entry or "available_kv_gib" in entry) else None
-    req = replace(request_from_entry(entry, {}, "the serve line" if serve else str(from_log)),
-                  explain=explain)
-    ev = evaluate(req)
+        if allow_long_from_env(cmd.env.get(LONG_ENV)):
+            entry["allow_long_max_model_len"] = True
+        layers.append(("serve line", entry))
+    layers.append(("command line", given))
+    entry, source = layer_entries(layers)
+    if allow_long:
+        entry["allow_long_max_model_len"] = True
+    if "model" not in entry:
+        raise InputError(f"{from_log}: the log names no model",
+                         hint="give the model next to the log: kvplan check MODEL --from-log LOG")
+    logged_util = log.memory.gpu_memory_utilization if log is not None and log.memory else None
+    logged_util = log.non_default_args.get("gpu_memory_utilization", logged_util) if log else None
+    if source.get("available_kv_gib") == "log" and given.get("gpu_memory_utilization") not in (
+            None, logged_util) and logged_util is not None:
+        # the logged budget was measured at another utilization: estimate it anew
+        entry.pop("available_kv_gib")
+        source.pop("available_kv_gib")
+        notes.append(f"the log's 'Available KV cache memory' was measured at gpu_memory_utilization "
+                     f"{logged_util}: the budget is estimated anew for the command line's "
+                     f"{given['gpu_memory_utilization']}")
+    req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
+    req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
+    try:
+        ev = evaluate(req)
+    except (ConfigError, HubError) as exc:
+        if source.get("model") != "log":
+            raise
+        raise type(exc)(f"the model the log names, {req.model!r}, cannot be read here: "
+                        f"{exc.message}", hint="give the model next to the log: kvplan check "
+                        "MODEL --from-log LOG (a hub id, a folder or a config.json)") from None
     plan = ev.plan
     extra = notes + (log_notes(log, ev) if log is not None else [])
-    if extra:
-        plan = plan.model_copy(update={"notes": [*plan.notes, *extra]})
+    plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
+                                   "provenance": {k: source[k] for k in sorted(source)}})
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 
@@ -476,6 +507,7 @@ def fit(
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
     --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
     from kvplan import api, report
+    from kvplan.max_len import LONG_ENV, allow_long_from_env
 
     progress = report.DelayedProgress(_console(stderr=True), "planning deployments")
     try:
@@ -492,7 +524,8 @@ def fit(
             enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-            revision=revision, vllm=vllm, with_fix=with_fix)
+            revision=revision, vllm=vllm, with_fix=with_fix,
+            allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
     finally:
         progress.close()
     if as_json:

@@ -14,8 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvplan.budget import (
     BudgetMode,
     KvBudget,
+    LoggedMemory,
+    TermComparison,
     budget_from_log_gib,
     estimate_budget,
+    explained_budget,
     explicit_budget,
 )
 from kvplan.build import BuildResult, Deployment, build
@@ -23,6 +26,7 @@ from kvplan.engine.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model import ModelDescription
 from kvplan.plan import Plan, build_plan
+from kvplan.units import GiB
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class Request:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None  # vLLM's kv_cache_memory_bytes (explicit budget)
     available_kv_gib: float | None = None  # from a vLLM "Available KV cache memory" log line
+    logged_memory: LoggedMemory | None = None  # the memory lines of that log
     data_parallel_size: int = 1
     enforce_eager: bool = False
     explain: bool = False
@@ -118,17 +123,37 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
         raise InputError("no KV cache budget: give a GPU or the memory",
                          hint="pass --gpu NAME (see `kvplan gpus`), --gpu-memory SIZE, "
                               "--kv-cache-memory SIZE or --available-kv-gib X")
-    from kvplan import weights
-
     dep = built.planner_input
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
     text = _text_config(res.target_config, req.model)
-    kv_heads = text.get("num_key_value_heads")
     layers = text.get("num_hidden_layers")
-    w = res.memo.get("target_weights")
+    per_rank, how = weights_per_rank(req, res)
+    moe = text.get("moe_intermediate_size")
+    return estimate_budget(
+        gpu if gpu is not None else int(req.gpu_memory_bytes or 0), req.gpu_memory_utilization,
+        per_rank, vllm_version=dep.vllm_version or "0.34.0", tp=tp, pp=pp,
+        hidden_size=int(text.get("hidden_size") or 0), vocab_size=int(text.get("vocab_size") or 0),
+        num_layers=int(layers or 0), intermediate_size=text.get("intermediate_size"),
+        moe_intermediate_size=moe, num_experts_per_tok=int(text.get("num_experts_per_tok") or 0),
+        max_num_batched_tokens=dep.max_num_batched_tokens,
+        max_num_seqs=req.deployment.max_num_seqs, enforce_eager=req.enforce_eager,
+        gpu_name=getattr(gpu, "name", None), weights_how=how,
+        gpu_memory_override=req.gpu_memory_bytes)
+
+
+def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:
+    """(weight bytes on the fullest rank, how they were obtained): safetensors headers when
+    `res` has them, else the config's parameter counts; + the draft's."""
+    from kvplan import weights
+
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    text = _text_config(res.target_config, req.model)
+    kv_heads = text.get("num_key_value_heads")
+    w = res.memo.get("target_weights")  # fit and sweeps re-plan the same model
     if w is None:
         if res.weight_headers:
-            w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
+            w = weights.weight_bytes_from_safetensors(res.weight_headers,
+                                                      num_layers=text.get("num_hidden_layers"),
                                                       num_kv_heads=kv_heads)
         else:
             w = weights.weight_bytes_from_config(res.target_config,
@@ -152,17 +177,97 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
             res.memo[("draft_per_rank", dtp)] = dw.per_rank_bytes(dtp)
         per_rank += res.memo[("draft_per_rank", dtp)]
         how += f" + draft {dw.method} (estimated)"
-    moe = text.get("moe_intermediate_size")
-    return estimate_budget(
-        gpu if gpu is not None else int(req.gpu_memory_bytes or 0), req.gpu_memory_utilization,
-        per_rank, vllm_version=dep.vllm_version or "0.34.0", tp=tp, pp=pp,
-        hidden_size=int(text.get("hidden_size") or 0), vocab_size=int(text.get("vocab_size") or 0),
-        num_layers=int(layers or 0), intermediate_size=text.get("intermediate_size"),
-        moe_intermediate_size=moe, num_experts_per_tok=int(text.get("num_experts_per_tok") or 0),
-        max_num_batched_tokens=dep.max_num_batched_tokens,
-        max_num_seqs=req.deployment.max_num_seqs, enforce_eager=req.enforce_eager,
-        gpu_name=getattr(gpu, "name", None), weights_how=how,
-        gpu_memory_override=req.gpu_memory_bytes)
+    return per_rank, how
+
+
+def _gib_bytes(gib: float) -> int:
+    return int(round(gib * GiB))
+
+
+def _estimate_beside(req: Request, res: Resolved, built: BuildResult, gpu: Any
+                     ) -> KvBudget | None:
+    """kvplan's own estimate of a given or logged budget (weights from the checkpoint's headers
+    when they can be read), for the terms beside vLLM's; None without a GPU or its memory."""
+    log = req.logged_memory
+    total = req.gpu_memory_bytes
+    if gpu is None and total is None and log is not None and log.total_gib:
+        total = _gib_bytes(log.total_gib)
+    if gpu is None and total is None:
+        return None
+    util = req.gpu_memory_utilization or (log.gpu_memory_utilization if log else None)
+    est_req = replace(req, kv_cache_memory_bytes=None, available_kv_gib=None,
+                      gpu_memory_bytes=total, gpu_memory_utilization=util, explain=False)
+    try:
+        est_res = resolve(est_req)  # now with the weight headers, when they can be read
+        return budget_for(est_req, est_res, built, gpu)
+    except KvplanError:
+        return None
+
+
+def _explain_budget(req: Request, res: Resolved, built: BuildResult, gpu: Any,
+                    budget: KvBudget) -> KvBudget:
+    """A given or logged budget, explained: requested memory − weights − the rest, from the log's
+    memory lines or kvplan's estimate; and vLLM's logged terms beside kvplan's estimates."""
+    log = req.logged_memory
+    if budget.mode is BudgetMode.ESTIMATED or (log is None and budget.available_kv_bytes_per_gpu > 0):
+        return budget
+    est = _estimate_beside(req, res, built, gpu)
+    est_terms = {t.name: t for t in est.breakdown} if est is not None else {}
+    requested: tuple[int, str] | None = None
+    if log is not None and log.requested_gib is not None:
+        requested = (_gib_bytes(log.requested_gib),
+                     f"{log.requested_gib} GiB as logged ('Desired GPU memory utilization is "
+                     f"({log.gpu_memory_utilization}, {log.requested_gib} GiB)')")
+    elif "requested memory" in est_terms:
+        requested = (est_terms["requested memory"].num_bytes,
+                     est_terms["requested memory"].how)
+    deductions: list[tuple[str, int, str]] = []
+    if log is not None and log.consumed_gib is not None:
+        deductions.append(("weights + non-torch memory (logged)", _gib_bytes(log.consumed_gib),
+                           f"{log.consumed_gib} GiB 'for consumed memory (weights + non-torch)'"))
+    elif log is not None and log.weights_gib is not None:
+        deductions.append(("model weights (logged)", _gib_bytes(log.weights_gib),
+                           f"{log.weights_gib} GiB: 'Model loading took {log.weights_gib} GiB'"))
+    elif "model weights" in est_terms:
+        t = est_terms["model weights"]
+        deductions.append(("model weights (kvplan)", -t.num_bytes, t.how))
+    else:
+        deductions.append(("model weights (kvplan)", *weights_per_rank(req, res)))
+    if log is not None:
+        for name, value in (("non-torch memory (logged)",
+                             log.non_torch_gib if log.consumed_gib is None else None),
+                            ("activation peak (logged)", log.peak_activation_gib),
+                            ("CUDA graphs (logged)", log.cudagraph_gib)):
+            if value is not None:
+                deductions.append((name, _gib_bytes(value), f"{value} GiB as logged"))
+    warnings = list(budget.warnings)
+    if requested is not None:
+        budget = explained_budget(budget, requested=requested, deductions=tuple(deductions))
+    elif budget.available_kv_bytes_per_gpu <= 0:
+        weights = next((f"{b / GiB:.2f} GiB per GPU ({how})" for n, b, how in deductions
+                        if "weights" in n), None)
+        warnings.append("no memory for the KV cache" + (f": the weights alone take {weights}"
+                                                        if weights else "")
+                        + "; give --gpu (or --gpu-memory) to see them beside the requested memory")
+    comparison = _compare_with_log(log, est) if log is not None and est is not None else ()
+    return budget.model_copy(update={"warnings": tuple(warnings), "log_comparison": comparison})
+
+
+def _compare_with_log(log: LoggedMemory, est: KvBudget) -> tuple[TermComparison, ...]:
+    """vLLM's logged memory terms beside kvplan's estimate of each (the rows the log has)."""
+    terms = {t.name: -t.num_bytes for t in est.breakdown}
+    terms["requested memory"] = -terms.get("requested memory", 0)
+    rows = [("requested memory", log.requested_gib, terms.get("requested memory")),
+            ("weights + non-torch memory", log.consumed_gib,
+             terms.get("model weights", 0) + terms.get("non-torch memory", 0)),
+            ("model weights", log.weights_gib, terms.get("model weights")),
+            ("non-torch memory", log.non_torch_gib, terms.get("non-torch memory")),
+            ("activation peak", log.peak_activation_gib, terms.get("activation peak")),
+            ("CUDA graphs", log.cudagraph_gib, terms.get("CUDA-graph estimate")),
+            ("available KV cache memory", log.available_kv_gib, est.available_kv_bytes_per_gpu)]
+    return tuple(TermComparison(name=name, logged_bytes=_gib_bytes(logged),
+                                estimated_bytes=estimated)
+                 for name, logged, estimated in rows if logged is not None)
 
 
 @dataclass(frozen=True)
@@ -210,8 +315,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                 raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
             if reason:
                 gates.append(reason)
-    budget = budget_for(req, res, built, gpu)
-    if budget.available_kv_bytes_per_gpu <= 0:
+    budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
+    if budget.available_kv_bytes_per_gpu <= 0 and budget.mode is BudgetMode.ESTIMATED:
         budget_warning = ("the estimated budget leaves no memory for the KV cache "
                           f"({budget.available_kv_bytes_per_gpu:,} B)")
     else:

@@ -49,3 +49,10 @@ class HubError(KvplanError):
     """The hub or its cache could not provide a file."""
 
     default_hint = "pass a local folder or config.json, or warm the Hugging Face cache first"
+
+
+class StartupError(KvplanError):
+    """vLLM itself would refuse this deployment at start-up (exit 1, like a capacity error)."""
+
+    exit_code = EXIT_DOES_NOT_FIT
+    default_hint = "change the deployment so that vLLM accepts it"

@@ -222,12 +222,8 @@ def _load_local(source: str, path: Path, *, want_quant_config: bool) -> ModelFil
 def _load_hub(
     source: str, repo_id: str, revision: str | None, *, want_quant_config: bool
 ) -> ModelFiles:
-    import huggingface_hub  # lazy: importing it costs ~0.3 s
-
     try:
-        config_file = Path(
-            huggingface_hub.hf_hub_download(repo_id, CONFIG_FILE, revision=revision)
-        )
+        config_file = Path(_hub_download(repo_id, CONFIG_FILE, revision))
     except Exception as e:
         mapped = _map_hub_error(e, repo_id, revision, CONFIG_FILE)
         if mapped is None:
@@ -260,6 +256,56 @@ def _load_hub(
     )
 
 
+def _hub_download(repo_id: str, filename: str, revision: str | None) -> str:
+    """`hf_hub_download`, but a file that is not cached is first asked for once, without the
+    library's retry loop (5 retries, up to 8 s apart, on any network error): an unreachable Hub
+    (DNS, refused connection) or a 401/404 fails at once; only a timeout or an HTTP 408/429/5xx
+    gets one quiet second try. A cached file needs no probe (the library falls back to it)."""
+    import huggingface_hub  # lazy: importing it costs ~0.3 s
+    from huggingface_hub import constants
+
+    if not constants.is_offline_mode() and huggingface_hub.try_to_load_from_cache(
+            repo_id, filename, revision=revision) is None:
+        _probe(repo_id, filename, revision)
+    return str(huggingface_hub.hf_hub_download(repo_id, filename, revision=revision))
+
+
+PROBE_TIMEOUT_S = 10.0
+
+
+def _probe(repo_id: str, filename: str, revision: str | None) -> None:
+    """One HEAD request for the file (its metadata); raises the library's exception."""
+    import time
+
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision)
+    for attempt in (1, 2):
+        try:
+            huggingface_hub.get_hf_file_metadata(url, timeout=PROBE_TIMEOUT_S)
+            return
+        except Exception as e:
+            transient = _caused_by(e, _transient_types()) or (
+                isinstance(e, errors.HfHubHTTPError) and e.response is not None
+                and e.response.status_code in (408, 429, 500, 502, 503, 504))
+            if attempt == 2 or not transient:
+                raise
+            time.sleep(1.0)
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    """Failures a retry can fix: timeouts and a connection dropped mid-answer."""
+    types: list[type[BaseException]] = [TimeoutError]
+    try:
+        import httpx2
+
+        types += [httpx2.TimeoutException, httpx2.RemoteProtocolError]
+    except ImportError:
+        pass
+    return tuple(types)
+
+
 def _damaged_hint(repo_id: str, revision: str | None, filename: str) -> str:
     return (
         "the cached copy may be damaged: re-fetch it with "
@@ -284,10 +330,10 @@ def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | 
     if revision is not None and _COMMIT.match(revision) and known_absent():
         return None, []
     try:
-        path = Path(huggingface_hub.hf_hub_download(repo_id, QUANT_CONFIG_FILE, revision=revision))
-    except hf_errors.EntryNotFoundError as e:
+        path = Path(_hub_download(repo_id, QUANT_CONFIG_FILE, revision))
+    except (hf_errors.EntryNotFoundError, *_network_types()) as e:  # type: ignore[misc]
         # Absent on the Hub, or not cached while offline / the Hub is unreachable.
-        if isinstance(e, hf_errors.LocalEntryNotFoundError) and not known_absent():
+        if not isinstance(e, hf_errors.RemoteEntryNotFoundError) and not known_absent():
             return None, [
                 f"{QUANT_CONFIG_FILE} of {repo_id} is not in the cache and the Hub was not "
                 "reachable: assuming the checkpoint has none (a ModelOpt checkpoint without it "

@@ -109,6 +109,13 @@ class QuantizationInfo(Frozen):
     source: str | None = None  # which file/field said so
 
 
+class RopeScaling(Frozen):
+    """One RoPE parameter set of the text config (`rope_parameters`, or legacy `rope_scaling`;
+    one per layer type when nested). Only what vLLM's max-length rule reads."""
+    rope_type: str = "default"  # legacy `type` read as rope_type; su → longrope, mrope → default
+    factor: int | float | None = None  # as written (int stays int: it changes vLLM's message)
+
+
 class ModelDescription(Frozen):
     """Architecture facts for one model (the target, or a draft head)."""
     source: str  # hub id / path as given
@@ -130,6 +137,11 @@ class ModelDescription(Frozen):
     # layer_types is absent or all sliding (engine/arg_utils.py), else None. Every Attention
     # layer without a per-layer window falls back to it, draft layers included.
     model_sliding_window: int | None = None
+    # vLLM's max-model-len inputs (config/model.py _get_and_verify_max_len): the length keys the
+    # text config sets (max_position_embeddings, n_positions, ..., original_max_position_embeddings)
+    # and its RoPE parameter sets (empty: no RoPE)
+    max_length_fields: tuple[tuple[str, int], ...] = ()
+    rope_scaling: tuple[RopeScaling, ...] = ()
     use_mla: bool = False
     is_encoder_decoder: bool = False
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config

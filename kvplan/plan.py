@@ -84,6 +84,9 @@ class Plan(FrozenModel):
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="facts from a vLLM log or serve line")
+    provenance: dict[str, str] = Field(
+        default_factory=dict, description="--serve / --from-log: where each given value came from "
+        "(command line, serve line, log); the rest are defaults")
     explanation: Explanation | None = None
     budget: KvBudget | None = None
     data_parallel_size: int = 1

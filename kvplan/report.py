@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from kvplan.budget import TermComparison
 from kvplan.plan import GroupRow, Plan, Verdict
 
 
@@ -81,12 +82,21 @@ def _render_main(plan: Plan, console: Console) -> None:
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
                   f"{plan.max_num_batched_tokens:,} ({plan.max_in_flight_tokens:,} in flight)")
-    if plan.budget is not None and plan.budget.breakdown and plan.budget.mode == "estimated":
-        for term in plan.budget.breakdown:
+    if plan.provenance:
+        console.print("inputs: " + escape("; ".join(
+            f"{where}: {', '.join(k for k, w in plan.provenance.items() if w == where)}"
+            for where in dict.fromkeys(plan.provenance.values())) + "; the rest: defaults"))
+    budget = plan.budget
+    if budget is not None and budget.breakdown and (budget.mode == "estimated"
+                                                    or len(budget.breakdown) > 1):
+        for term in budget.breakdown:
             console.print(f"  [dim]{term.num_bytes / 2**30:+9.2f} GiB  {escape(term.name)}: "
                           f"{escape(term.how)}[/]")
-        console.print(f"  [dim]= {plan.budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
-                      "available for the KV cache (estimate)[/]")
+        what = "(estimate)" if budget.mode == "estimated" else "(as given)"
+        console.print(f"  [dim]= {budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
+                      f"available for the KV cache {what}[/]")
+    if budget is not None and budget.log_comparison:
+        console.print(_log_comparison_table(budget.log_comparison))
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for n in plan.notes:
@@ -181,8 +191,24 @@ def render_explanation(plan: Plan, console: Console) -> None:
     console.print(table)
 
 
+def _log_comparison_table(rows: tuple[TermComparison, ...]) -> Table:
+    """vLLM's logged memory terms beside kvplan's estimate of each."""
+    table = Table(title="memory per GPU: vLLM's log vs kvplan's estimate", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for col in ("term", "logged GiB", "kvplan GiB", "kvplan − log"):
+        table.add_column(col, justify="left" if col == "term" else "right")
+    for r in rows:
+        diff = "-" if r.difference_bytes is None else f"{r.difference_bytes / 2**30:+.2f}"
+        table.add_row(r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff)
+    return table
+
+
 def render_json(plan: Plan) -> str:
     return plan.to_json()
+
+
+def _gib_or_dash(num_bytes: int | None) -> str:
+    return "-" if num_bytes is None else f"{num_bytes / 2**30:.2f}"
 
 
 def render_markdown(plan: Plan) -> str:
@@ -191,6 +217,14 @@ def render_markdown(plan: Plan) -> str:
              f"vLLM {plan.vllm_version}{' + PR #53499 fix' if plan.with_fix else ''}"
              + (f" · GPU {plan.gpu}" if plan.gpu else "")
              + f" · max_model_len {plan.max_model_len:,} · budget {plan.budget_mode}", ""]
+    if plan.provenance:
+        lines += ["Inputs: " + "; ".join(
+            f"{where}: {', '.join(f'`{k}`' for k, w in plan.provenance.items() if w == where)}"
+            for where in dict.fromkeys(plan.provenance.values())) + "; the rest: defaults.", ""]
+    if plan.budget is not None and plan.budget.log_comparison:
+        lines += ["| memory per GPU | vLLM's log GiB | kvplan GiB |", "|---|---:|---:|"]
+        lines += [f"| {r.name} | {_gib_or_dash(r.logged_bytes)} | {_gib_or_dash(r.estimated_bytes)} |"
+                  for r in plan.budget.log_comparison] + [""]
     if plan.verdict is Verdict.CANNOT_GROUP:
         lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
         return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from kvplan import __version__
 from kvplan.deploy import Request, evaluate, resolve
 from kvplan.engine.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
+from kvplan.max_len import derived_max_model_len
 from kvplan.units import parse_token_count
 
 
@@ -83,11 +84,18 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
               lengths: Sequence[int]) -> Sweep:
     """Every GPU × KV dtype, with the grouping reused across lengths (exact per length)."""
     res = resolve(replace(base, gpu=gpus[0] if gpus else None))
+    # vLLM refuses lengths past the config's derived max_model_len unless told otherwise:
+    # those points are planned (for the numbers) but never fit
+    derived, key = derived_max_model_len(res.target)
+    limit = None if base.deployment.allow_long_max_model_len or derived is None else int(derived)
+    refused = ([f"lengths above {limit:,} ({key}) are refused by vLLM at start-up "
+                "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 allows them)"]
+               if limit is not None and max(lengths) > limit else [])
     rows, count = [], 0
     for gpu in gpus:
         for kv in kv_dtypes:
             dep = replace(base.deployment, kv_cache_dtype=kv, max_model_len=max(lengths),
-                          auto_fit_max_model_len=False)
+                          auto_fit_max_model_len=False, allow_long_max_model_len=True)
             req = replace(base, gpu=gpu, deployment=dep, explain=False)
             try:
                 ev = evaluate(req, res)
@@ -99,15 +107,18 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
             result, points = plan_lengths(ev.planner_input, lengths)
             count += len(points) + 1
             largest = min(result.estimated_max_model_len) if result.estimated_max_model_len else 0
+            if limit is not None:
+                largest = min(largest, limit)
             rows.append(SweepRow(
                 gpu=ev.plan.gpu or gpu or "-", kv_cache_dtype=kv,
                 available_kv_bytes=ev.budget.available_kv_bytes_per_gpu,
                 budget_mode=ev.plan.budget_mode, largest_fitting_max_model_len=largest,
-                points=[SweepPoint(max_model_len=p.max_model_len, fits=p.fits,
+                points=[SweepPoint(max_model_len=p.max_model_len,
+                                   fits=p.fits and (limit is None or p.max_model_len <= limit),
                                    needed_bytes=p.total_bytes_needed,
                                    max_concurrency=p.max_concurrency) for p in points],
                 error=None if result.grouping_error is None else result.grouping_error.message,
-                warnings=list(ev.dtype_warnings)))
+                warnings=[*ev.dtype_warnings, *refused]))
     return Sweep(model=base.model, draft=base.draft, vllm_version=base.deployment.vllm_version,
                  lengths=sorted(set(lengths)), rows=rows, plans_evaluated=count)
 

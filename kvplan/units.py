@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from enum import StrEnum
 
 from kvplan.errors import InputError
@@ -170,6 +171,18 @@ _SIZE_UNITS = {
     "ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20,
     "gi": 1 << 30, "gib": 1 << 30, "ti": 1 << 40, "tib": 1 << 40,
 }
+
+
+def parse_kv_cache_memory_bytes(text: str | int) -> int:
+    """--kv-cache-memory: a size as `parse_size_bytes`, or zero, or negative ('-2GiB'): vLLM runs
+    its KV planner with any such value (and fails with no memory for the cache blocks)."""
+    s = str(text).strip()
+    sign = -1 if s.startswith("-") else 1
+    body = s[1:].strip() if sign < 0 else s
+    zero = re.fullmatch(r"0+(?:\.0*)?\s*([A-Za-z]*)", body)
+    if zero and zero.group(1).lower() in _SIZE_UNITS:
+        return 0
+    return sign * parse_size_bytes(body)
 
 
 def parse_size_bytes(text: str | int) -> int:

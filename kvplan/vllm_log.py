@@ -15,12 +15,14 @@ prefixes. Unrecognised lines are skipped. Values are never `eval`ed: Python repr
 from __future__ import annotations
 
 import ast
+import json
 import re
 import warnings
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kvplan.budget import LoggedMemory
 from kvplan.errors import InputError
 
 __all__ = ["CapacityError", "CudaGraphProfile", "MemorySummary", "PaddingLayers", "VllmLog", "parse_vllm_log"]
@@ -33,7 +35,9 @@ class _Frozen(BaseModel):
 class CapacityError(_Frozen):
     """The KV-cache startup failure (v1/core/kv_cache_planning.py:99 `_check_enough_kv_cache_memory`,
     :1433 auto-fit). `kind`: "max_seq_len" (To serve at least one request ...), "no_memory"
-    (No available memory for the cache blocks ...), "auto_fit" (Cannot auto-fit max_model_len ...)."""
+    (No available memory for the cache blocks ...), "auto_fit" (Cannot auto-fit max_model_len ...),
+    "max_seq_len_tokens" (V0: The model's max seq len (N) is larger than the maximum number of
+    tokens that can be stored in KV cache (M))."""
 
     kind: str
     message: str
@@ -41,6 +45,7 @@ class CapacityError(_Frozen):
     needed_gib: float | None = None
     available_gib: float | None = None
     estimated_max_model_len: int | None = None
+    kv_cache_tokens: int | None = None  # "max_seq_len_tokens" (V0 wording): the cache's capacity
 
 
 class PaddingLayers(_Frozen):
@@ -69,12 +74,14 @@ class MemorySummary(_Frozen):
     total_gib: float
     gpu_memory_utilization: float
     requested_gib: float
-    consumed_gib: float
+    consumed_gib: float | None  # "for consumed memory (weights + non-torch)" (0.2x+)
     peak_activation_gib: float
     cudagraph_gib: float
-    kv_cache_memory_to_requested_limit: int
-    kv_cache_memory_to_gpu_limit: int
-    kv_cache_in_use_gib: float
+    weights_gib: float | None = None  # older wording: "for weight, ... for non-torch memory"
+    non_torch_gib: float | None = None
+    kv_cache_memory_to_requested_limit: int | None  # None: the pasted line was cut before it
+    kv_cache_memory_to_gpu_limit: int | None
+    kv_cache_in_use_gib: float | None
 
 
 class VllmLog(_Frozen):
@@ -109,6 +116,7 @@ class VllmLog(_Frozen):
     model_loading_seconds: list[float] = []
     model_loading_by_process: dict[str, float] = {}
     kv_cache_size_tokens: list[int] = []
+    gpu_blocks: int | None = None  # "# GPU blocks: N" (V1 before 0.8)
     max_concurrency: list[float] = []
     max_concurrency_tokens: int | None = None
     attention_block_size: int | None = None
@@ -132,6 +140,25 @@ class VllmLog(_Frozen):
         return min(pool) if pool else None
 
     @property
+    def memory(self) -> LoggedMemory | None:
+        """The memory terms of the limiting worker as logged (the one with the least KV memory),
+        or None if the log has none of the memory lines."""
+        summary = min(self.memory_summaries, default=None,
+                      key=lambda m: m.kv_cache_in_use_gib if m.kv_cache_in_use_gib is not None else 0)
+        weights = max(self.model_loading_gib, default=None)
+        available = self.limiting_available_kv_cache_gib
+        if summary is None and weights is None and available is None:
+            return None
+        if summary is None:
+            return LoggedMemory(weights_gib=weights, available_kv_gib=available)
+        return LoggedMemory(
+            total_gib=summary.total_gib, gpu_memory_utilization=summary.gpu_memory_utilization,
+            requested_gib=summary.requested_gib, weights_gib=summary.weights_gib or weights,
+            consumed_gib=summary.consumed_gib, non_torch_gib=summary.non_torch_gib,
+            peak_activation_gib=summary.peak_activation_gib, cudagraph_gib=summary.cudagraph_gib,
+            available_kv_gib=available if available is not None else summary.kv_cache_in_use_gib)
+
+    @property
     def started(self) -> bool | None:
         """True if the KV cache was sized (capacity line seen), False on a capacity error, else None."""
         if self.capacity_error is not None:
@@ -142,13 +169,16 @@ class VllmLog(_Frozen):
 # ---------------------------------------------------------------------------------------------
 # Line layer
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# colour codes, also as pasted from a pager in caret notation ("^[[0;36m")
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                   r"|\x1b[@-Z\\-_]")
 _HEADER = re.compile(
     r"(?:\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s+)?"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
-    r"\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+"
-    r"\[(?P<src>[^\]\s]+?):\d+\]\s?(?P<msg>.*)$"
+    r"(?:\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+)?"  # no date with some VLLM_LOGGING_* settings
+    r"\[?(?P<src>[^\]\s\[]+?):\d+\]\s?(?P<msg>.*)$"  # "file.py:12]" before 0.8
 )
+_PREFIX_JSON = re.compile(r"^\s*(?:\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s*)?(?P<obj>\{.*\})\s*$")
 _PROC_ONLY = re.compile(r"^\s*\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s?(?P<msg>.*)$")
 
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -161,9 +191,11 @@ _LOGO_VERSION = re.compile(r"█\s+version\s+" + _V + r"(?:\s|$)")  # startup.py
 _LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
 _ENGINE = re.compile(r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config: (.*)$")  # core.py:153
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")  # startup.py:96
-_AVAILABLE = re.compile(r"Available KV cache memory: " + _NUM + r" GiB")  # gpu_worker.py:795
+_SNUM = r"(-?\d+(?:\.\d+)?)"
+_AVAILABLE = re.compile(r"Available KV cache memory: " + _SNUM + r" GiB")  # gpu_worker.py:795
 _RESERVED = re.compile(r"reserved " + _NUM + r" GiB memory for KV Cache as specified by kv_cache_memory_bytes")
 _MODEL_LOADING = re.compile(r"Model loading took " + _NUM + r" GiB(?: memory)? and " + _NUM + r" s")  # model_runner:441
+_WEIGHTS_LOADING = re.compile(r"Loading model weights took " + _NUM + r" GB")  # before 0.8 ("GB" = GiB)
 _KV_SIZE = re.compile(r"\b(\w+(?: \+ host)?) KV cache size: " + _INT + r" tokens")  # kv_cache_utils.py:1168
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x")
 _BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")  # platforms/interface.py:1120, :934
@@ -176,21 +208,33 @@ _GRAPH_POOL = re.compile(r"CUDA graph pool memory: " + _NUM + r" GiB \(actual\),
 _GRAPH_PROFILE = re.compile(r"The current --gpu-memory-utilization=" + _NUM + r" is equivalent to "
                             r"--gpu-memory-utilization=" + _NUM + r" without CUDA graph memory profiling\..*?"
                             r"increase --gpu-memory-utilization to " + _NUM)  # gpu_worker.py:809
+# gpu_worker.py:1175 (0.2x–0.34): "Actual usage is C GiB for consumed memory (weights + non-torch),
+# A GiB for peak activation, and G GiB for CUDAGraph memory."; before: "Actual usage is W GiB for
+# weight, A GiB for peak activation, N GiB for non-torch memory, and G GiB for CUDAGraph memory."
 _SUMMARY = re.compile(
-    r"Free memory on device \(" + _NUM + "/" + _NUM + r" GiB\) on startup\. Desired GPU memory utilization is \("
-    + _NUM + ", " + _NUM + r" GiB\)\. Actual usage is " + r"(-?\d+(?:\.\d+)?)" + r" GiB for consumed memory "
-    r"\(weights \+ non-torch\), " + r"(-?\d+(?:\.\d+)?)" + r" GiB for peak activation, and " + r"(-?\d+(?:\.\d+)?)"
-    + r" GiB for CUDAGraph memory\. Replace gpu_memory_utilization config with `--kv-cache-memory=(-?\d+)`.*?"
-    r"`--kv-cache-memory=(-?\d+)`.*?Current kv cache memory in use is " + r"(-?\d+(?:\.\d+)?)" + " GiB"
-)  # gpu_worker.py:1175
+    r"Free memory on device \(" + _NUM + "/" + _NUM + r" GiB\) on startup\. Desired GPU memory "
+    r"utilization is \(" + _NUM + ", " + _NUM + r" GiB\)\. Actual usage is "
+    r"(?:" + _SNUM + r" GiB for consumed memory \(weights \+ non-torch\), " + _SNUM
+    + r" GiB for peak activation, and "
+    r"|" + _SNUM + r" GiB for weight, " + _SNUM + r" GiB for peak activation, " + _SNUM
+    + r" GiB for non-torch memory, and )"
+    + _SNUM + r" GiB for CUDAGraph memory\.(?: Replace gpu_memory_utilization config with "
+    r"`--kv-cache-memory=(-?\d+)`(?:.*?`--kv-cache-memory=(-?\d+)`(?:.*?Current kv cache memory "
+    r"in use is " + _SNUM + " GiB)?)?)?"  # the tail is often cut when pasted
+)
 _AUTO_FIT = re.compile(r"(?:Auto-fit max_model_len: reduced from \d+ to (\d+)"
                        r"|--max-model-len auto reduced max_model_len from \d+ to (\d+)"
                        r"|Auto-fit max_model_len: (?:full model context length|using max_model_len=) ?(\d+))")
 _CAPACITY = re.compile(
-    r"To serve at least one request with the model's max seq len \((\d+)\), \(" + _NUM + r" GiB KV cache is "
-    r"needed, which is larger than the available KV cache memory \(" + _NUM + r" GiB\)\."
-    r"(?: Based on the available memory, the estimated maximum model length is (\d+)\.)?"
-)  # kv_cache_planning.py:124 (0.34), kv_cache_utils.py:926 (0.31)
+    r"To serve at least one request with the models?'s max seq len \((\d+)\), \(" + _NUM
+    + r" GiB KV cache is needed, which is larger than the available KV cache memory \(" + _SNUM
+    + r" GiB\)\.(?:\s+Based on the available memory,\s+the estimated maximum model length is (\d+)\.)?"
+)  # kv_cache_planning.py:124 (0.34), kv_cache_utils.py:926 (0.31); "models's" until ~0.10
+_CAPACITY_START = "To serve at least one request with the model"
+# V0 engine (≤ 0.10 without VLLM_USE_V1): tokens, not GiB
+_CAPACITY_V0 = re.compile(r"The model's max seq len \((\d+)\) is larger than the maximum number of "
+                          r"tokens that can be stored in KV cache \((\d+)\)")
+_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")  # V1 before 0.8 (kv_cache_utils.py)
 _NO_MEMORY = re.compile(r"No available memory for the cache blocks\.")  # kv_cache_planning.py:107
 _NO_AUTO_FIT = re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory available")  # :1433
 
@@ -222,7 +266,19 @@ def _decode(text: str | bytes) -> str:
 
 
 def _split_line(raw: str) -> tuple[str | None, str]:
-    """(process name or None, message) of one log line."""
+    """(process name or None, message) of one log line; JSON lines (VLLM_LOGGING_CONFIG_PATH
+    with a JSON formatter, e.g. python-json-logger) give their "message"."""
+    if "{" in raw and (j := _PREFIX_JSON.match(raw)):
+        try:
+            obj = json.loads(j.group("obj"))
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            msg = obj.get("message", obj.get("msg"))
+            if isinstance(msg, str):
+                proc = j.group("proc") or obj.get("vllm_process_name") or obj.get("processName")
+                inner = _split_line(msg) if "\n" not in msg else (None, msg)
+                return (inner[0] or (proc if isinstance(proc, str) else None)), inner[1]
     m = _HEADER.search(raw)
     if m:
         return m.group("proc"), m.group("msg")
@@ -240,6 +296,11 @@ _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
     """Split at `sep` outside quotes and brackets; `<Enum.X: 3>` reprs count as brackets."""
+    return _scan(s, sep)[0]
+
+
+def _scan(s: str, sep: str = ",") -> tuple[list[str], bool]:
+    """(`s` split at `sep` outside quotes and brackets, whether a quote or bracket is left open)."""
     parts: list[str] = []
     stack: list[str] = []
     quote: str | None = None
@@ -266,7 +327,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
             start = i + 1
         i += 1
     parts.append(s[start:])
-    return parts
+    return parts, bool(quote or stack)
 
 
 def _literal_eval(text: str) -> Any:
@@ -297,18 +358,33 @@ def _literal(text: str, depth: int = 0) -> Any:
     return text
 
 
+_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*")
+
+
+def _unbalanced(text: str) -> bool:
+    """An open quote or bracket at the end: the text was cut."""
+    return _scan(text)[1]
+
+
 def _parse_kv_list(body: str) -> dict[str, Any]:
-    """`model='x', max_seq_len=262144, ...` (VllmConfig.__str__) → dict."""
+    """`model='x', max_seq_len=262144, ...` (VllmConfig.__str__) → dict. A pasted line may be
+    elided (`kv_cache_dtype=auto, ... enable_prefix_caching=False`) or cut: an elided stretch is
+    skipped, a value holding an ellipsis and the last value of a cut line are dropped."""
     out: dict[str, Any] = {}
     last: str | None = None
     for part in _split_top(body):
+        elided = _ELLIPSIS.match(part)
+        part = part[elided.end():] if elided else part
         m = re.match(r"^\s*([A-Za-z_]\w*)=(.*)$", part, re.S)
         if m:
             last = m.group(1)
             out[last] = m.group(2)
-        elif last is not None:  # a comma that belonged to the previous value
+        elif last is not None and not elided:  # a comma that belonged to the previous value
             out[last] += "," + part
-    return {k: _literal(v) for k, v in out.items()}
+    if last is not None and (_unbalanced(body) or not body.rstrip() or body.rstrip()[-1] in "=,"):
+        out.pop(last)
+    return {k: v for k, v in ((k, _literal(v)) for k, v in out.items())
+            if not (isinstance(v, str) and ("..." in v or "…" in v))}
 
 
 def _parse_dict_repr(text: str) -> dict[str, Any]:
@@ -362,12 +438,7 @@ def parse_vllm_log(text: str | bytes) -> VllmLog:
     models: dict[str, str] = {}
     lines = _ANSI.sub("", text).splitlines()
     matched = 0
-    for raw in lines:
-        if raw.lstrip().startswith("#"):  # comments (vLLM never starts a line with '#')
-            continue
-        if len(raw) > 1_000_000:
-            raw = raw[:1_000_000]
-        proc, msg = _split_line(raw)
+    for proc, msg in _records(lines):
         if _parse_message(proc, msg, f, models):
             matched += 1
 
@@ -387,44 +458,85 @@ def parse_vllm_log(text: str | bytes) -> VllmLog:
         v = cfg.get(key)
         return None if v is None else str(v)
 
+    from_cfg: dict[str, Any] = {}
     if cfg:
-        f["max_seq_len"] = cfg_int("max_seq_len")
+        from_cfg["max_seq_len"] = cfg_int("max_seq_len")
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
                     "decode_context_parallel_size"):
-            f[key] = cfg_int(key)
-        f["kv_cache_dtype"] = cfg_str("kv_cache_dtype") or cfg_str("cache_dtype")
-        f["quantization"] = cfg_str("quantization")
+            from_cfg[key] = cfg_int(key)
+        from_cfg["kv_cache_dtype"] = cfg_str("kv_cache_dtype") or cfg_str("cache_dtype")
+        from_cfg["quantization"] = cfg_str("quantization")
         dtype = cfg_str("dtype")
-        f["dtype"] = dtype.removeprefix("torch.") if dtype else None
+        from_cfg["dtype"] = dtype.removeprefix("torch.") if dtype else None
         epc = cfg.get("enable_prefix_caching")
-        f["enable_prefix_caching"] = epc if isinstance(epc, bool) else None
+        from_cfg["enable_prefix_caching"] = epc if isinstance(epc, bool) else None
         spec = cfg.get("speculative_config")
         if isinstance(spec, dict):
             spec = dict(spec)
             if "num_spec_tokens" in spec:
                 spec["num_speculative_tokens"] = spec.pop("num_spec_tokens")
-            f["speculative_config"] = spec
-    # Fill from the non-default args what the engine line did not give.
-    fallbacks = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
-                 "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size",
-                 "decode_context_parallel_size": "decode_context_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
-                 "quantization": "quantization", "dtype": "dtype", "enable_prefix_caching": "enable_prefix_caching",
-                 "speculative_config": "speculative_config", "block_size": "block_size"}
-    for field, arg in fallbacks.items():
-        if f.get(field) is None and nda.get(arg) is not None:
-            v = nda[arg]
-            if field == "speculative_config" and not isinstance(v, dict):
-                continue
-            if field in ("max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                         "decode_context_parallel_size", "block_size") and not isinstance(v, int):
-                continue
-            f[field] = v
-    f["model"] = (cfg.get("model") if isinstance(cfg.get("model"), str) else None) or \
-        (nda.get("model_tag") if isinstance(nda.get("model_tag"), str) else None) or \
-        (nda.get("model") if isinstance(nda.get("model"), str) else None) or models.get("version")
+            from_cfg["speculative_config"] = spec
+        from_cfg["model"] = cfg.get("model") if isinstance(cfg.get("model"), str) else None
+    # The non-default args line is one complete dict repr: what the user set wins over the
+    # engine-config line (long, often cut or elided when pasted); "auto" values do not.
+    args = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
+            "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size",
+            "decode_context_parallel_size": "decode_context_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
+            "quantization": "quantization", "dtype": "dtype", "enable_prefix_caching": "enable_prefix_caching",
+            "speculative_config": "speculative_config", "block_size": "block_size", "model": "model"}
+    ints = ("max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+            "decode_context_parallel_size", "block_size")
+    for field, arg in args.items():
+        v = nda.get(arg)
+        if field == "model" and not isinstance(v, str):
+            v = nda.get("model_tag")
+        usable = v is not None and v not in ("auto", -1) and (
+            (field != "speculative_config" or isinstance(v, dict))
+            and (field not in ints or (isinstance(v, int) and not isinstance(v, bool)))
+            and (field != "model" or isinstance(v, str)))
+        f[field] = v if usable else from_cfg.get(field)
+    f["model"] = f.get("model") or models.get("version")
     f["lines"] = len(lines)
     f["matched_lines"] = matched
     return VllmLog(**f)
+
+
+def _records(lines: list[str]) -> Any:
+    """(process, message) per log record. A key message that a terminal wrapped onto several
+    lines (the continuation lines carry no header) is glued back together, without a separator:
+    a terminal cuts at a fixed column, mid-word."""
+    i, n = 0, len(lines)
+    while i < n:
+        raw = lines[i][:1_000_000]
+        i += 1
+        if raw.lstrip().startswith("#") and not raw.lstrip().startswith("# GPU blocks"):
+            continue  # comments (vLLM starts no line with '#' but its old "# GPU blocks: N")
+        proc, msg = _split_line(raw)
+        glued = 0
+        while _is_cut(msg) and i < n and glued < 400 and lines[i].strip() \
+                and not _has_header(lines[i]):
+            msg += lines[i][:1_000_000]
+            i += 1
+            glued += 1
+        yield proc, msg
+
+
+def _has_header(line: str) -> bool:
+    return bool(_HEADER.search(line) or _PROC_ONLY.match(line) or line.lstrip().startswith("{"))
+
+
+def _is_cut(msg: str) -> bool:
+    """A key message whose end is missing (so the next header-less line continues it)."""
+    if _CAPACITY_START in msg:
+        return not re.search(r"(?:for more details|when initializing the engine)\.?\s*$", msg)
+    if "non-default args: {" in msg:
+        return not _NON_DEFAULT.search(msg)
+    if "Free memory on device (" in msg:
+        return "Current kv cache memory in use is" not in msg or not msg.rstrip().endswith(".")
+    if "Initializing a V1 LLM engine" in msg and " with config: " in msg:
+        body = msg.split(" with config: ", 1)[1].rstrip()
+        return not body or body[-1] in "=," or _unbalanced(body) or "=" not in _split_top(body)[-1]
+    return False
 
 
 def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[str, str]) -> bool:
@@ -457,7 +569,7 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
             if not f["non_default_args"]:
                 f["non_default_args"] = _parse_dict_repr(m.group(1))
             return True
-    if "GiB" in msg:
+    if "GiB" in msg or "GB" in msg:
         if m := _AVAILABLE.search(msg):
             gib = _num(m.group(1))
             f["available_kv_cache_gib"].append(gib)
@@ -473,6 +585,11 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
             if proc:
                 f["model_loading_by_process"][proc] = _num(m.group(1))
             return True
+        if m := _WEIGHTS_LOADING.search(msg):
+            f["model_loading_gib"].append(_num(m.group(1)))
+            if proc:
+                f["model_loading_by_process"][proc] = _num(m.group(1))
+            return True
         if m := _GRAPHS.search(msg):
             f["cuda_graph_capture_seconds"].append(_num(m.group(1)))
             f["cuda_graph_capture_gib"].append(float(m.group(2)))
@@ -482,13 +599,31 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
             f["cuda_graph_pool_estimated_gib"].append(_num(m.group(2)))
             return True
         if m := _SUMMARY.search(msg):
-            g = m.groups()
+            g: list[str | None] = list(m.groups())
+
+            def opt(i: int) -> float | None:
+                v = g[i]
+                return None if v is None else float(v)
+
+            def num(i: int) -> float:  # a group every wording has
+                return float(g[i] or "nan")
+
+            new_wording = g[4] is not None
             f["memory_summaries"].append(MemorySummary(
-                free_gib=float(g[0]), total_gib=float(g[1]), gpu_memory_utilization=float(g[2]),
-                requested_gib=float(g[3]), consumed_gib=float(g[4]), peak_activation_gib=float(g[5]),
-                cudagraph_gib=float(g[6]), kv_cache_memory_to_requested_limit=int(g[7]),
-                kv_cache_memory_to_gpu_limit=int(g[8]), kv_cache_in_use_gib=float(g[9])))
+                free_gib=num(0), total_gib=num(1), gpu_memory_utilization=num(2),
+                requested_gib=num(3), consumed_gib=opt(4),
+                peak_activation_gib=num(5 if new_wording else 7),
+                weights_gib=opt(6), non_torch_gib=opt(8), cudagraph_gib=num(9),
+                kv_cache_memory_to_requested_limit=None if g[10] is None else int(g[10]),
+                kv_cache_memory_to_gpu_limit=None if g[11] is None else int(g[11]),
+                kv_cache_in_use_gib=opt(12)))
             return True
+    if "The model's max seq len (" in msg and (m := _CAPACITY_V0.search(msg)):
+        if f.get("capacity_error") is None:
+            f["capacity_error"] = CapacityError(
+                kind="max_seq_len_tokens", message=msg[m.start():].rstrip(),
+                max_model_len=int(m.group(1)), kv_cache_tokens=int(m.group(2)))
+        return True
     if "To serve at least one request" in msg:
         if f.get("capacity_error") is None:
             start = msg.index("To serve at least one request")
@@ -510,6 +645,9 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
     matched = False
     if "KV cache size" in msg and (m := _KV_SIZE.search(msg)):
         f["kv_cache_size_tokens"].append(_int(m.group(2)))
+        matched = True
+    if "# GPU blocks" in msg and (m := _GPU_BLOCKS.search(msg)):
+        f["gpu_blocks"] = int(m.group(1))
         matched = True
     if "Maximum concurrency" in msg and (m := _CONCURRENCY.search(msg)):
         f["max_concurrency_tokens"] = _int(m.group(1))

@@ -185,3 +185,22 @@ def test_fit_rejects_what_the_cli_rejects() -> None:
     with pytest.raises(kvplan.OptionError, match="unknown option 'max_gpu'") as err:
         kvplan.api.fit(LLAMA, max_model_len="32k", concurrency=1, max_gpu=4)  # type: ignore[call-arg]
     assert "max_gpus" in (err.value.hint or "")
+
+
+def test_the_long_max_model_len_rule_and_negative_memory_through_the_api() -> None:
+    qwen3_8b = str(CONFIGS / "Qwen--Qwen3-8B")  # max_position_embeddings 40960
+    with pytest.raises(kvplan.KvplanError, match=r"derived max_model_len \(max_position_embeddings"
+                       r"=40960\.0") as err:
+        kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB")
+    assert err.value.exit_code == 1  # vLLM refuses at start-up: a verdict, not bad input
+    plan = kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB",
+                        allow_long_max_model_len=True)
+    assert plan.max_model_len == 131072
+    # the CLI passes VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 as that option
+    res = CliRunner().invoke(app, ["check", qwen3_8b, "--max-model-len", "131072",
+                                   "--kv-cache-memory", "20GiB", "--json"],
+                             env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert json.loads(res.stdout) == plan.model_dump(mode="json")
+    # a negative logged budget is planned into vLLM's own no-memory error
+    neg = kvplan.check(qwen3_8b, max_model_len=8192, available_kv_gib=-2.14)
+    assert not neg.fits and "No available memory for the cache blocks" in (neg.error_message or "")

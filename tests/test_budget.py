@@ -50,7 +50,10 @@ def test_explicit_budget():
     assert explicit_budget(12345).available_kv_bytes_per_gpu == 12345
     assert b.extensible_kv_cache is False
     with pytest.raises(InputError):
-        explicit_budget("-3GiB")
+        explicit_budget("-3GiB")  # a string is a size: positive
+    zero = explicit_budget(0)  # --kv-cache-memory 0 arrives parsed (units.parse_kv_cache_memory_bytes)
+    assert zero.available_kv_bytes_per_gpu == 0
+    assert any("reads --kv-cache-memory 0 as unset" in w for w in zero.warnings)
 
 
 def test_budget_from_log():
@@ -63,9 +66,15 @@ def test_budget_from_log():
     line = ("(EngineCore pid=1) INFO 07-01 12:00:00 [gpu_worker.py:298] Available KV cache memory: "
             "58.11 GiB\nINFO ... GPU KV cache size: 475,968 tokens")
     assert budget_from_log_line(line) == budget_from_log_gib(58.11)
-    for bad in ("abc", "0", "-1.05", "nan"):
+    for bad in ("abc", "nan", "inf"):
         with pytest.raises(InputError):
             budget_from_log_gib(bad)
+    # zero or negative: vLLM logged it, then failed; planned (the planner gives vLLM's error)
+    neg = budget_from_log_line("INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache memory: "
+                               "-2.14 GiB")
+    assert neg.available_kv_bytes_per_gpu == -round(2.14 * 2**30)
+    assert any("take all of the requested memory" in w for w in neg.warnings)
+    assert budget_from_log_gib("0").available_kv_bytes_per_gpu == 0
     with pytest.raises(InputError):
         budget_from_log_line("no such line")
 
@@ -240,3 +249,37 @@ def test_calibration_terms_track_the_logged_terms():
 def test_format_of_the_budget_matches_vllm_rounding():
     b = budget_from_log_gib(41.1)
     assert b.available_kv_gib == format_gib(b.available_kv_bytes_per_gpu) == "41.1"
+
+
+def test_logged_terms_are_set_beside_kvplans_estimate() -> None:
+    """A log's Free-memory line (hand-made numbers, the 0.2x+ wording) beside kvplan's estimate of
+    the same deployment: every estimated column is the estimate's own term."""
+    from pathlib import Path
+
+    from kvplan.budget import LoggedMemory
+    from kvplan.build import Deployment
+    from kvplan.deploy import Request, evaluate
+
+    model = str(Path(__file__).parent / "data" / "hf-configs" / "Qwen--Qwen3-8B")
+    logged = LoggedMemory(total_gib=79.19, gpu_memory_utilization=0.9, requested_gib=71.27,
+                          consumed_gib=15.6, peak_activation_gib=1.2, cudagraph_gib=0.5,
+                          available_kv_gib=53.97)
+    dep = Deployment(max_model_len=8192)
+    ev = evaluate(Request(model=model, deployment=dep, gpu="H100", available_kv_gib=53.97,
+                          gpu_memory_utilization=0.9, logged_memory=logged))
+    est = evaluate(Request(model=model, deployment=dep, gpu="H100", gpu_memory_utilization=0.9)).budget
+    terms = {t.name: -t.num_bytes for t in est.breakdown}
+    rows = {r.name: (r.logged_bytes, r.estimated_bytes) for r in ev.budget.log_comparison}
+    assert list(rows) == ["requested memory", "weights + non-torch memory", "activation peak",
+                          "CUDA graphs", "available KV cache memory"]
+    assert rows["requested memory"] == (round(71.27 * GiB), -terms["requested memory"])
+    assert rows["weights + non-torch memory"] == (round(15.6 * GiB),
+                                                  terms["model weights"] + terms["non-torch memory"])
+    assert rows["activation peak"] == (round(1.2 * GiB), terms["activation peak"])
+    assert rows["CUDA graphs"] == (round(0.5 * GiB), terms["CUDA-graph estimate"])
+    assert rows["available KV cache memory"] == (round(53.97 * GiB), est.available_kv_bytes_per_gpu)
+    # the budget planned is the logged one, explained by the logged terms (they add up)
+    assert ev.budget.available_kv_bytes_per_gpu == round(53.97 * GiB)
+    assert sum(t.num_bytes for t in ev.budget.breakdown) == round(53.97 * GiB)
+    assert [t.name for t in ev.budget.breakdown][:2] == ["requested memory",
+                                                         "weights + non-torch memory (logged)"]

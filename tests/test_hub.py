@@ -243,7 +243,9 @@ def unreachable_endpoint(cache, monkeypatch):
     monkeypatch.setattr(hf_constants, "ENDPOINT", endpoint)
     monkeypatch.setattr(hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE",
                         endpoint + "/{repo_id}/resolve/{revision}/{filename}")
-    monkeypatch.setattr("time.sleep", lambda seconds: None)  # skip the library's retry back-off
+    sleeps: list[float] = []
+    monkeypatch.setattr("time.sleep", sleeps.append)  # record any back-off instead of waiting
+    monkeypatch.setattr(hub, "_SLEEPS", sleeps, raising=False)
     return endpoint
 
 
@@ -254,7 +256,9 @@ def test_network_unreachable_not_cached(unreachable_endpoint):
     assert "cannot reach" in err.message and unreachable_endpoint in err.message
     assert "config.json" in err.message
     assert "HF_HUB_OFFLINE=1" in err.hint
-    assert isinstance(err.__cause__, hf_errors.LocalEntryNotFoundError)
+    # a refused connection cannot be fixed by retrying: one request, no back-off at all
+    assert isinstance(err.__cause__, httpx2.ConnectError)
+    assert hub._SLEEPS == []
 
 
 def test_network_unreachable_but_cached_still_works(unreachable_endpoint, cache):
@@ -497,6 +501,9 @@ def test_library_errors_are_mapped(case, monkeypatch):
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", offline)
     exc = make_exc()
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", _raiser(exc))
+    # the probe that precedes a download of an uncached file meets the same failure
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", _raiser(exc))
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
     source = "org/name@v9" if case in ("revision-not-found", "offline-not-cached") else "org/name"
     with pytest.raises(HubError) as info:
         load_model_files(source)
@@ -513,6 +520,7 @@ def test_library_errors_are_mapped(case, monkeypatch):
 def test_network_error_while_offline_flag_off_is_not_called_offline(monkeypatch):
     monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", _raiser(_network_error()))
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", _raiser(_network_error()))
     with pytest.raises(HubError) as info:
         load_model_files("org/name")
     assert "offline mode is on" not in info.value.message
@@ -783,3 +791,61 @@ def test_safetensors_headers_hub_metadata_mapped_to_local_shape(qwen_cache, tmp_
 def test_safetensors_headers_hub_unavailable_is_none(qwen_cache, monkeypatch, exc):
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", _raiser(exc))
     assert safetensors_headers(load_model_files(QWEN)) is None
+
+
+# --------------------------------------------------------------------------------------------
+# An unreachable Hub answers in seconds: no retry loop for a refused connection
+
+
+def _kvplan_offline_env(tmp_path: Path, endpoint: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HF_", "HUGGING")) and k != "TRANSFORMERS_OFFLINE"}
+    return {**env, "HF_HOME": str(tmp_path / "hf_home"), "HF_ENDPOINT": endpoint,
+            "PYTHONPATH": str(REPO_ROOT)}
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["not-cached", "config-cached"])
+def test_refused_hub_answers_in_seconds_without_retrying(tmp_path, cached):
+    """huggingface_hub alone retries a refused connection 5 times with back-off (~25 s of
+    'Retrying in 8s' lines); kvplan asks once. The endpoint is a closed loopback port."""
+    import time
+
+    endpoint = f"http://127.0.0.1:{_closed_loopback_port()}"
+    env = _kvplan_offline_env(tmp_path, endpoint)
+    if cached:
+        make_hub_cache(tmp_path / "hf_home" / "hub", "Qwen/Qwen3-8B",
+                       {"config.json": REPO_ROOT / "tests/data/hf-configs/Qwen--Qwen3-8B/config.json"})
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "kvplan.cli", "check", "Qwen/Qwen3-8B",
+                          "--kv-cache-memory", "10GiB", "--json"], env=env, capture_output=True,
+                         text=True, timeout=120, check=False)
+    elapsed = time.monotonic() - start
+    assert elapsed < 10, f"took {elapsed:.1f} s"  # generous: measured ~3 s cold, imports included
+    assert "Retrying" not in out.stderr and "Retry " not in out.stderr
+    if cached:  # the config is cached: it plans, the missing quant config is a note
+        assert out.returncode == 0, out.stderr
+        warnings = json.loads(out.stdout)["warnings"]
+        assert any("hf_quant_config.json" in w and "not reachable" in w for w in warnings)
+    else:
+        assert out.returncode == EXIT_BAD_INPUT and out.stdout == ""
+        lines = out.stderr.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("Error: cannot reach " + endpoint)
+        assert lines[1].startswith("Hint: ")
+
+
+@pytest.mark.parametrize(("status", "calls"), [(503, 2), (429, 2), (404, 1), (401, 1)])
+def test_probe_retries_once_only_what_a_retry_can_fix(monkeypatch, status, calls):
+    """A 5xx/429 gets one quiet second try (1 s later); a 401/404 none."""
+    seen, sleeps = [], []
+
+    def fake(*args, **kwargs):
+        seen.append(args)
+        raise hf_errors.HfHubHTTPError(str(status), response=_response(status))
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", fake)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _raiser(AssertionError("no download")))
+    monkeypatch.setattr("time.sleep", sleeps.append)
+    with pytest.raises(HubError):
+        load_model_files("org/name")
+    assert len(seen) == calls and sleeps == [1.0] * (calls - 1)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.errors import InputError
-from kvplan.vllm_log import CapacityError, PaddingLayers, VllmLog, parse_vllm_log
+from kvplan.vllm_log import CapacityError, CudaGraphProfile, PaddingLayers, VllmLog, parse_vllm_log
 
 LOGS = Path(__file__).parent / "data" / "logs"
 
@@ -201,3 +201,125 @@ def test_random_logs_raise_only_input_error(parts: list[str]) -> None:
         parse_vllm_log("".join(parts))
     except InputError:
         pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Real excerpts from public issues (tests/data/logs/SOURCES.md): one per wording and format.
+# Expected values are read off the excerpts themselves.
+
+
+def test_real_negative_available_memory_with_engine_core_0_tags() -> None:
+    log = _load("issue-vllm-23278-gpt-oss-120b-negative-kv.log")
+    assert log.available_kv_cache_gib == [-2.14] and log.available_kv_cache_by_process == {"EngineCore_0": -2.14}
+    assert log.limiting_available_kv_cache_gib == -2.14
+    assert log.model_loading_gib == [65.9651] and log.model_loading_seconds == [12.799889]
+    assert log.memory is not None and log.memory.weights_gib == 65.9651
+
+
+def test_real_caret_notation_colours() -> None:
+    log = _load("issue-vllm-33155-gpt-oss-120b-caret-ansi.log")  # "^[[0;36m" as a pager shows ESC
+    assert log.model_loading_by_process == {"EngineCore_DP0": 64.38}
+
+
+def test_real_terminal_wrapped_capacity_error() -> None:
+    log = _load("issue-sergiiob-cookbook-4-terminal-wrapped.log")
+    err = log.capacity_error
+    # "... (4.26 GiB KV cach" + "e is needed, ... memory (4.25 GiB). Based on the avai": glued back
+    assert err is not None and (err.kind, err.max_model_len, err.needed_gib, err.available_gib) == (
+        "max_seq_len", 100000, 4.26, 4.25)
+    assert err.estimated_max_model_len is None  # the excerpt ends before the number
+    assert log.kv_cache_memory_reserved_gib == [4.25]
+    assert log.padding_layers == [PaddingLayers(count=3, waste_pct=6.25)]
+
+
+def test_real_older_models_s_wording() -> None:
+    err = _load("issue-tpu-inference-223-models-s-wording.log").capacity_error
+    assert err == CapacityError(
+        kind="max_seq_len", max_model_len=131072, needed_gib=16.0, available_gib=0.71,
+        estimated_max_model_len=5632,
+        message="To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+                "needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available "
+                "memory, the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or "
+                "decreasing `max_model_len` when initializing the engine.")
+
+
+def test_real_no_memory_error_is_kvplans_text_for_031() -> None:
+    from kvplan.engine.planner import PlannerInput, no_memory_error_text
+    from kvplan.engine.profiles import get_profile
+
+    err = _load("issue-vllm-backport-15-no-memory.log").capacity_error
+    assert err is not None and err.kind == "no_memory"
+    inp = PlannerInput(worker_specs=({},), available_kv_bytes=(0,), max_model_len=1, max_num_batched_tokens=1)
+    assert err.message == no_memory_error_text(get_profile("0.31.0"), inp)
+
+
+def test_real_capacity_on_two_lines_and_on_one() -> None:
+    two = _load("issue-vllm-pr20707-separate-capacity-lines.log")
+    assert two.available_kv_cache_by_process == {"EngineCore_0": 112.61}
+    assert two.kv_cache_size_tokens == [922496] and two.max_concurrency == [23.06]
+    assert two.max_concurrency_tokens == 40000
+    journald = _load("issue-1catai-237-journald-prefix.log")
+    assert journald.available_kv_cache_by_process == {"Worker_TP0": 5.35}
+    assert journald.kv_cache_size_tokens == [215401] and journald.max_concurrency == [26.29]
+
+
+def test_real_pre_08_format() -> None:
+    log = _load("issue-vllm-pr12569-v0.7-gpu-blocks.log")
+    assert log.gpu_blocks == 1381 and log.max_concurrency == [10.79] and log.max_concurrency_tokens == 2048
+    assert log.model_loading_gib == [67.7229]  # "Loading model weights took 67.7229 GB"
+
+
+def test_real_worker_tags_and_cuda_graph_profile() -> None:
+    log = _load("issue-gpustack-runner-251-v0.27-worker-tags.log")
+    assert log.available_kv_cache_by_process == {"Worker_TP0": 6.87}
+    assert log.cuda_graph_profile == CudaGraphProfile(current_utilization=0.82, equivalent_utilization=0.8048,
+                                                      suggested_utilization=0.8352)
+
+
+def test_real_wrapped_engine_config_lines() -> None:
+    log = _load("issue-kvcached-29-v0.9.2-wrapped-engine-config.log")
+    assert (log.version, log.model, log.max_seq_len) == ("0.9.2", "meta-llama/Llama-3.1-8B", 131072)
+    assert log.enable_prefix_caching is False  # "enable_prefix_caching=" / "False, ..." glued
+    assert "compilation_config" not in log.engine_config  # cut mid-value: dropped, not guessed
+    old = _load("issue-vllm-16141-v0.8.3-wrapped-engine-config.log")
+    assert old.engine_config["chunked_prefill_enabled"] is True  # "chunked_" / "prefill_enabled=True"
+    assert (old.version, old.max_seq_len, old.quantization, old.dtype) == ("0.8.3", 512, "awq_marlin", "float16")
+
+
+def test_real_first_free_memory_wording() -> None:
+    (m,) = _load("issue-vllm-pr21489-free-memory-old-wording.log").memory_summaries
+    assert (m.free_gib, m.total_gib, m.gpu_memory_utilization, m.requested_gib) == (177.66, 178.36, 0.9, 160.53)
+    assert (m.weights_gib, m.peak_activation_gib, m.non_torch_gib, m.cudagraph_gib) == (8.58, 9.96, 0.07, 0.65)
+    assert m.consumed_gib is None and m.kv_cache_memory_to_requested_limit == 151519866880
+    assert m.kv_cache_memory_to_gpu_limit is None  # the excerpt is cut inside that number
+
+
+def test_real_v0_token_wording() -> None:
+    log = _load("issue-vllm-10517-v0-token-wording.log")
+    err = log.capacity_error
+    assert err is not None and (err.kind, err.max_model_len, err.kv_cache_tokens) == (
+        "max_seq_len_tokens", 29000, 23648)
+    assert log.gpu_blocks == 1478 and log.model_loading_gib == [14.9888]
+
+
+def test_json_log_lines() -> None:
+    log = _load("constructed-json-logging.log")
+    assert log.available_kv_cache_by_process == {"EngineCore_DP0": 29.61}
+    assert log.kv_cache_size_tokens == [431232] and log.max_concurrency == [13.16]
+    assert log.model == "Qwen/Qwen3-8B" and log.tensor_parallel_size == 2
+
+
+def test_elided_or_cut_engine_line_never_overrides_the_non_default_args() -> None:
+    # hand-made on purpose: a pasted engine line elided with "..." and one cut mid-value
+    log = parse_vllm_log("\n".join([
+        "INFO 11-02 10:00:00 [startup.py:96] non-default args: {'model': '/root/.cache/huggingface/hub/m', "
+        "'kv_cache_dtype': 'fp8', 'enable_prefix_caching': False}",
+        "INFO 11-02 10:00:01 [core.py:153] Initializing a V1 LLM engine (v0.34.0) with config: "
+        "model='~/.cache/huggin...', kv_cache_dtype=auto, ... enable_prefix_caching=True, max_seq_len=4096",
+    ]))
+    assert log.model == "/root/.cache/huggingface/hub/m"
+    assert log.kv_cache_dtype == "fp8" and log.enable_prefix_caching is False
+    assert log.max_seq_len == 4096  # only the engine line has it, complete
+    cut = parse_vllm_log("INFO 11-02 10:00:01 [core.py:153] Initializing a V1 LLM engine (v0.34.0) with "
+                         "config: max_seq_len=4096, model='~/.cache/huggin")
+    assert cut.max_seq_len == 4096 and "model" not in cut.engine_config

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.errors import ConfigError, UnsupportedError
-from kvplan.model import LayerDescription, LayerKind, ModelDescription, QuantizationInfo
+from kvplan.model import (
+    LayerDescription,
+    LayerKind,
+    ModelDescription,
+    QuantizationInfo,
+    RopeScaling,
+)
 
 SPECS_HINT = (
     "kvplan can plan any model from a hand-written layer list: "
@@ -315,6 +321,38 @@ def max_positions(text: Cfg) -> int | None:
     return text.get_int("max_position_embeddings", None)
 
 
+# vLLM: ModelArchConfigConvertorBase.derive_max_model_len_and_key's keys, + longrope's default
+MAX_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                   "model_max_length", "max_target_positions", "max_sequence_length",
+                   "max_seq_length", "seq_len", "original_max_position_embeddings")
+
+
+def max_length_fields(text: Cfg) -> tuple[tuple[str, int], ...]:
+    return tuple((k, v) for k in MAX_LENGTH_KEYS
+                 if isinstance(v := text.data.get(k), int) and not isinstance(v, bool))
+
+
+def rope_scaling(text: Cfg) -> tuple[RopeScaling, ...]:
+    """The RoPE parameter sets as vLLM sees them after patch_rope_parameters (transformers v5
+    builds rope_parameters from rope_theta / rope_scaling; a config with neither has no RoPE)."""
+    raw = text.data.get("rope_parameters") or text.data.get("rope_scaling")
+    if not isinstance(raw, dict):
+        has_rope = any(text.data.get(k) is not None for k in ("rope_theta", "rotary_emb_base"))
+        return (RopeScaling(),) if has_rope else ()
+    nested = raw and all(isinstance(v, dict) or v is None for v in raw.values())
+    out = []
+    for rp in (raw.values() if nested else [raw]):
+        if not rp:
+            continue
+        rope_type = str(rp.get("rope_type") or rp.get("type") or "default")
+        rope_type = {"su": "longrope", "mrope": "default"}.get(rope_type, rope_type)
+        factor = rp.get("factor")
+        out.append(RopeScaling(rope_type=rope_type, factor=factor
+                               if isinstance(factor, int | float) and not isinstance(factor, bool)
+                               else None))
+    return tuple(out)
+
+
 def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescription],
            quantization: QuantizationInfo, mamba_ssm_dtype: str | None = None,
            num_nextn_predict_layers: int = 0, mtp_layers: Iterable[LayerDescription] = (),
@@ -334,6 +372,8 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         num_nextn_predict_layers=num_nextn_predict_layers,
         mtp_layers=tuple(mtp_layers),
         model_sliding_window=model_sliding_window,
+        max_length_fields=max_length_fields(text),
+        rope_scaling=rope_scaling(text),
         use_mla=use_mla,
         is_encoder_decoder=bool(top.get("is_encoder_decoder", False)),
         warnings=tuple(top.warnings),

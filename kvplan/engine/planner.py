@@ -397,8 +397,9 @@ def plan(inp: PlannerInput) -> EngineResult:
     # (the oracle reports what would be allocated when the check fails: raw memory, no override)
     if groups:
         mem = available if error is None else list(inp.available_kv_bytes)
-        num_blocks = min(m // pool if p else 1 for m, pool, p in zip(mem, pools, projected,
-                                                                       strict=True))
+        # (never below 0: a negative budget allocates nothing — vLLM raises before this)
+        num_blocks = min(max(0, m // pool) if p else 1 for m, pool, p in zip(mem, pools, projected,
+                                                                               strict=True))
         if inp.num_gpu_blocks_override is not None:
             # vLLM: may_override_num_blocks in get_kv_cache_config_from_groups
             num_blocks = inp.num_gpu_blocks_override
