@@ -20,7 +20,9 @@ from functools import partial
 from typing import Any
 
 from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config import deepseek_v4 as deepseek_v4
 from kvplan.config import drafts as _drafts
+from kvplan.config import kimi as kimi
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
 from kvplan.config.drafts import is_draft_architecture, mtp_draft
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
@@ -60,6 +62,7 @@ _BY_ARCH: dict[str, _Adapter] = {
     "DeepseekV2ForCausalLM": deepseek.describe_deepseek,
     "DeepseekV3ForCausalLM": deepseek.describe_deepseek,
     "DeepseekV32ForCausalLM": deepseek.describe_deepseek,
+    "GlmMoeDsaForCausalLM": deepseek.describe_deepseek,
     "Gemma2ForCausalLM": _GEMMA2,
     "Gemma3ForCausalLM": _GEMMA3,
     "Gemma3ForConditionalGeneration": _GEMMA3,
@@ -80,6 +83,16 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiniMaxForCausalLM": minimax.describe_minimax_linear,
     "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
     "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
+    "KimiLinearForCausalLM": kimi.describe_kimi_linear,
+    "KimiK3ForConditionalGeneration": kimi.describe_kimi_linear,
+    "KimiK31ForConditionalGeneration": kimi.describe_kimi_linear,  # vLLM 0.34 only
+    "DeepseekV4ForCausalLM": deepseek_v4.describe_deepseek_v4,
+    "DeepseekV4ForConditionalGeneration": deepseek_v4.describe_deepseek_v4,
+    "DeepseekV41ForCausalLM": deepseek_v4.describe_deepseek_v41,
+    "MiniMaxM3SparseForCausalLM": minimax.describe_minimax_m3_sparse,
+    "MiniMaxM3SparseForConditionalGeneration": minimax.describe_minimax_m3_sparse,
+    # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
+    "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
 }
 
 # model_type → adapter, for configs without a known architecture
@@ -92,6 +105,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "deepseek": deepseek.describe_deepseek, "deepseek_v2": deepseek.describe_deepseek,
     "deepseek_v3": deepseek.describe_deepseek, "deepseek_v32": deepseek.describe_deepseek,
     "kimi_k2": deepseek.describe_deepseek,
+    "glm_moe_dsa": deepseek.describe_deepseek,
     "gemma2": _GEMMA2, "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
     "gemma4": gemma.describe_gemma4, "gemma4_text": gemma.describe_gemma4,
     "gpt_oss": gpt_oss.describe_gpt_oss,
@@ -104,6 +118,8 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
     "minimax_m1": minimax.describe_minimax_linear,
     "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
+    "kimi_linear": kimi.describe_kimi_linear,
+    "deepseek_v4": deepseek_v4.describe_deepseek_v4,
 }
 
 
