@@ -16,6 +16,7 @@ from kvplan.specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     HiddenStateCacheSpec,
+    KpoolTailSpec,
     KVCacheGroupRole,
     KVCacheSpec,
     MambaSpec,
@@ -382,8 +383,9 @@ def _full_allocation_fallback(specs: Specs, strict: bool = True) -> list[KVCache
 
 def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool = False,
                         with_fix: bool = False, block_outermost: bool = False,
-                        swa_mla_strict_merge: bool = True) -> GroupingResult:
-    """vLLM: kv_cache_planning.get_kv_cache_groups."""
+                        swa_mla_strict_merge: bool = True, glm5_next: bool = False
+                        ) -> GroupingResult:
+    """vLLM: kv_cache_planning.get_kv_cache_groups (`glm5_next`: 0.31's GLM-5.3 branch)."""
     strict = swa_mla_strict_merge
     promoted_hybrid = False
     if disable_hybrid_kv_cache_manager:
@@ -397,6 +399,10 @@ def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool =
     if uniform is not None:
         return GroupingResult((KVCacheGroup(tuple(specs), uniform),), "uniform_type", specs,
                               promoted_hybrid=promoted_hybrid)
+    if glm5_next:
+        glm5 = glm5_next_groups(specs, strict)
+        if glm5 is not None:
+            return GroupingResult(tuple(glm5), "glm5_next", specs, promoted_hybrid=promoted_hybrid)
     # hidden-state layers keep their own block table: grouped apart, then page-aligned
     hidden = {n: s for n, s in specs.items() if isinstance(s, HiddenStateCacheSpec)}
     filtered = {n: s for n, s in specs.items() if not isinstance(s, HiddenStateCacheSpec)}
@@ -464,3 +470,53 @@ def _add_hidden_state_groups(groups: list[KVCacheGroup], hidden: dict[str, Hidde
                                                            page_size_padded=common_page)))
         blocks.append((name, block))
     return out, blocks
+
+
+def glm5_next_groups(specs: Specs, strict: bool = True) -> list[KVCacheGroup] | None:
+    """vLLM 0.31: kv_cache_utils._get_kv_cache_groups_glm5_next (one pipeline stage).
+
+    Mamba next to plain MLA layers, some of which hold compressed index pages
+    (tokens_per_state > 1): all MLA in one uniform-type group, the kpool tails padded to the
+    index page in a second, the Mamba states padded to the MLA page and dealt round-robin
+    into cdiv(#mamba, #mla) groups.
+    """
+    mamba = {n: s for n, s in specs.items() if isinstance(s, MambaSpec)}
+    tails = {n: s for n, s in specs.items() if isinstance(s, KpoolTailSpec)}
+    attn = {n: s for n, s in specs.items() if not isinstance(s, MambaSpec | KpoolTailSpec)}
+    if not mamba or not all(type(s) is MLAAttentionSpec for s in attn.values()):
+        return None
+    mla = {n: s for n, s in attn.items() if isinstance(s, MLAAttentionSpec)}
+    idx_pages = {s.page_size_bytes for s in mla.values() if s.tokens_per_state > 1}
+    if not idx_pages:
+        return None
+    if any(s.page_size_padded is not None for s in mla.values()) or len(idx_pages) != 1:
+        raise AssertionError()  # vLLM: bare asserts
+    mla_names = [n for n, s in mla.items() if s.tokens_per_state == 1]
+    mla_pages = {mla[n].page_size_bytes for n in mla_names}
+    if len(mla_pages) != 1:
+        raise AssertionError()
+    mla_page = mla_pages.pop()
+    uniform = uniform_type_specs(attn)
+    if uniform is None:
+        raise AssertionError()
+    groups = [KVCacheGroup(tuple(attn), uniform)]
+    if tails:
+        idx_page = next(iter(idx_pages))
+        tail_uniform = uniform_type_specs({n: s.with_changes(page_size_padded=idx_page)
+                                           for n, s in tails.items()})
+        if tail_uniform is None:
+            raise AssertionError()
+        groups.append(KVCacheGroup(tuple(tails), tail_uniform))
+    first = next(iter(mamba.values()))
+    if any(s != first for s in mamba.values()):
+        raise AssertionError()
+    if first.unpadded_page_size_bytes > mla_page:
+        raise ValueError(
+            f"the mamba state page ({first.unpadded_page_size_bytes} bytes) does not fit the MLA "
+            f"page ({mla_page} bytes); increase tensor parallelism or use a wider KV cache dtype")
+    padded = {n: first.with_changes(page_size_padded=mla_page) for n in mamba}
+    num_groups = cdiv(len(mamba), len(mla_names))
+    dealt: list[list[str]] = [[] for _ in range(num_groups)]
+    for i, name in enumerate(mamba):
+        dealt[i % num_groups].append(name)
+    return groups + [_make_group(padded, names, strict) for names in dealt]

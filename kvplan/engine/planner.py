@@ -15,6 +15,7 @@ from kvplan.engine.layout import is_block_outermost, resolve_layout
 from kvplan.engine.profiles import PROFILES, ErrorText, PoolStrideRule, VllmProfile, get_profile
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.specs import (
+    AttentionSpec,
     DemandSettings,
     HiSparseHotSpec,
     KVCacheSpec,
@@ -201,6 +202,8 @@ def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile,
         else:
             aligns = [a if isinstance(a := _layer_spec(g, n).block_stride_alignment, int) else 1
                       for g in groups for n in g.layer_names]
+        # vLLM: _get_kv_cache_bytes_per_block also aligns to every HiSparse hot group's page
+        aligns += [g.spec.page_size_bytes for g in groups if isinstance(g.spec, HiSparseHotSpec)]
         widest = round_up(widest, lcm(*[a or 1 for a in aligns]))
     return widest
 
@@ -339,7 +342,8 @@ def plan(inp: PlannerInput) -> EngineResult:
         grouping = get_kv_cache_groups(
             merged, disable_hybrid_kv_cache_manager=inp.disable_hybrid_kv_cache_manager,
             with_fix=inp.with_fix, block_outermost=is_block_outermost(layout),
-            swa_mla_strict_merge=profile.swa_mla_merge_checks_quant_alignment)
+            swa_mla_strict_merge=profile.swa_mla_merge_checks_quant_alignment,
+            glm5_next=profile.glm5_next_grouping and inp.pipeline_parallel_size == 1)
     except (AssertionError, ValueError, NotImplementedError) as exc:
         err = PlanError(type(exc).__name__, str(exc))
         return EngineResult(grouping=None, grouping_error=err, error=err, fits=False,
@@ -348,7 +352,14 @@ def plan(inp: PlannerInput) -> EngineResult:
     groups = list(grouping.groups)
     _check_pool_probe(groups, profile)
     projected = [project_groups(groups, w) for w in worker_specs]
-    pools = [pool_bytes_per_block(p, profile, layout) for p in projected]
+    if grouping.path == "glm5_next" and _glm5_tails_match(groups):
+        # vLLM 0.31 _glm5_next_tensor_layout: a block holds each MLA and index page once (the
+        # Mamba states and kpool tails alias them), with no stride-alignment rounding
+        first = groups[0].spec
+        assert isinstance(first, UniformTypeKVCacheSpecs)
+        pools = [first.page_size_bytes]
+    else:
+        pools = [pool_bytes_per_block(p, profile, layout) for p in projected]
     if groups and 0 in pools:
         stage = pools.index(0)
         raise InputError(f"pipeline stage {stage} holds no KV cache bytes (a zero-size page, or no "
@@ -486,6 +497,16 @@ def _validate(inp: PlannerInput, profile: VllmProfile) -> None:
             for w in inp.worker_specs for s in w.values()):
         raise InputError(f"block_stride_alignment {{'multiple_of': n}} needs vLLM 0.32.0 or later "
                          f"(vLLM {profile.version} takes an int only)")
+
+
+def _glm5_tails_match(groups: Sequence[KVCacheGroup]) -> bool:
+    """vLLM 0.31 _glm5_next_tensor_layout recognises the layout only with one tail per index."""
+    first = groups[0].spec
+    assert isinstance(first, UniformTypeKVCacheSpecs)
+    num_idx = sum(1 for _, s in first.kv_cache_specs
+                  if isinstance(s, AttentionSpec) and s.tokens_per_state > 1)
+    tails = [g for g in groups[1:] if isinstance(g.spec, UniformTypeKVCacheSpecs)]
+    return not tails or len(tails[0].layer_names) == num_idx
 
 
 def _check_pool_probe(groups: Sequence[KVCacheGroup], profile: VllmProfile) -> None:

@@ -76,6 +76,9 @@ class VllmProfile(BaseModel):
     # _pool_bytes_per_block_from_builder lays one block out with per-layer views (0.33+), which
     # a spec without them (HiSparse, outside HiSparse's own layout) cannot take
     pool_probe_needs_layer_views: bool = True
+    # get_kv_cache_groups' GLM-5.3 branch (_get_kv_cache_groups_glm5_next) and its tensor
+    # layout (_glm5_next_tensor_layout) — 0.31 only
+    glm5_next_grouping: bool = False
 
 
 PROFILES: dict[str, VllmProfile] = {
@@ -92,7 +95,8 @@ PROFILES: dict[str, VllmProfile] = {
                     spec_types=frozenset({*COMMON_SPEC_TYPES, "KpoolTailSpec"}),
                     mla_fields=frozenset({"storage_block_size"}),
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
-                    swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False),
+                    swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
+                    glm5_next_grouping=True),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
