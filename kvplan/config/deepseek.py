@@ -87,7 +87,8 @@ def describe_deepseek(top: Cfg, hf_quant_config: dict | None) -> ModelDescriptio
                    index_head_dim=index_dim if with_indexer else None)
         if index_dim is None or not with_indexer:
             return [attn]
-        return [attn, indexer_cache(i, attn_name(i, module="self_attn"), index_dim)]
+        # vLLM: DeepseekV32Attention builds (and registers) its indexer before MLAAttention
+        return [indexer_cache(i, attn_name(i, module="self_attn"), index_dim), attn]
 
     layers = [d for i in range(n) for d in layer(i, i not in skip)]
     n_mtp = text.get_int("num_nextn_predict_layers", 0, minimum=0)

@@ -62,7 +62,7 @@ def test_deepseek_v3_2_indexer() -> None:
     assert m.family == "deepseek_v32" and m.sparse_mla
     # the MTP layer (index 61) always builds a full indexer
     assert [(layer.index, layer.kind, layer.index_head_dim) for layer in m.mtp_layers] == [
-        (61, LayerKind.MLA, 128), (61, LayerKind.MLA_INDEXER, 128)]
+        (61, LayerKind.MLA_INDEXER, 128), (61, LayerKind.MLA, 128)]
 
 
 def test_kimi_k2() -> None:

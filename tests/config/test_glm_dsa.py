@@ -42,11 +42,13 @@ def test_glm_5_1_every_layer_has_an_indexer() -> None:
     assert m.sparse_mla and m.use_mla and m.family == "deepseek_v32"
     assert one(x.head_size for x in _by_kind(m, LayerKind.MLA)) == 576  # 512 + 64
     assert one(x.head_size for x in _by_kind(m, LayerKind.MLA_INDEXER)) == 132  # 128 + 1·4
-    assert m.layers[1].name == "model.layers.0.self_attn.indexer.k_cache"
+    # the indexer registers before its MLA layer (attention.py L185–195, then super().__init__)
+    assert [x.name for x in m.layers[:2]] == ["model.layers.0.self_attn.indexer.k_cache",
+                                              "model.layers.0.self_attn.attn"]
     # num_nextn_predict_layers 1 → MTP layer 78: an MLA layer and its (always present) indexer
     assert [(x.index, x.name, x.kind) for x in m.mtp_layers] == [
-        (78, "model.layers.78.self_attn.attn", LayerKind.MLA),
-        (78, "model.layers.78.self_attn.indexer.k_cache", LayerKind.MLA_INDEXER)]
+        (78, "model.layers.78.self_attn.indexer.k_cache", LayerKind.MLA_INDEXER),
+        (78, "model.layers.78.self_attn.attn", LayerKind.MLA)]
     assert m.max_position_embeddings == 202752
 
 
@@ -122,8 +124,8 @@ def test_mtp_draft_adds_one_mla_and_one_indexer() -> None:
                                                     num_speculative_tokens=1))
     drafts = [lp for lp in res.layers if lp.is_draft]
     assert [(lp.name, lp.spec.page_size_bytes) for lp in drafts] == [
-        ("model.layers.78.self_attn.attn", 73728),
-        ("model.layers.78.self_attn.indexer.k_cache", 8448)]
+        ("model.layers.78.self_attn.indexer.k_cache", 8448),
+        ("model.layers.78.self_attn.attn", 73728)]
     out = plan(res.planner_input)
     assert out.groups is not None and out.groups[0].group.spec.page_size_bytes == 5_928_192 + 82_176
 
