@@ -141,3 +141,16 @@ def test_cli_check_glm_5_2_h100_x8() -> None:
     assert out["capacity_log_line"] == ("GPU KV cache size: 463,616 tokens, Maximum concurrency "
                                         "for 262,144 tokens per request: 1.77x")
     assert not any("indexer" in w for w in out["warnings"])
+
+
+def test_indexer_backend_constrains_the_block_size() -> None:
+    from kvplan.errors import UnsupportedError
+
+    # DeepseekV32IndexerBackend takes [64] (indexer.py L237): a multiple of 64 is accepted
+    # (AttentionBackend.supports_block_size), 32 is not
+    res = build(real("zai-org--GLM-5.2"), h100_tp8(block_size=128))
+    assert res.block_size == 128
+    page = {lp.name: lp.spec for lp in res.layers}["model.layers.0.self_attn.indexer.k_cache"]
+    assert page.page_size_bytes == 128 * 132
+    with pytest.raises(UnsupportedError, match="DEEPSEEK_V32_INDEXER"):
+        build(real("zai-org--GLM-5.2"), h100_tp8(block_size=32))
