@@ -43,6 +43,9 @@ SHORT_KIND = {"full_attention": "full", "sliding_window": "swa", "mla_attention"
               "sliding_window_mla": "swa-mla", "chunked_local_attention": "chunked",
               "cross_attention": "cross", "encoder_only_attention": "encoder",
               "sink_full_attention": "sink", "mamba": "mamba"}
+# vLLM gives these spec classes no kind of their own (KVCacheSpecKind.UNKNOWN)
+SHORT_SPEC_TYPE = {"CircularBufferSpec": "ring", "HiSparseHotSpec": "hs-hot",
+                   "HiSparseResidentSpec": "hs-resident"}
 
 
 def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
@@ -111,7 +114,8 @@ def _render_main(plan: Plan, console: Console) -> None:
     for ids, g, count in _collapse(plan):
         page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
                 else f"{_kib(g.natural_page_size_bytes)}→{_kib(g.page_size_bytes)}")
-        kind = SHORT_KIND.get(g.kind, g.kind) + (
+        kind = SHORT_SPEC_TYPE.get(g.spec_type) or SHORT_KIND.get(g.kind, g.kind)
+        kind = kind + (
             "·draft" if g.is_draft else f"+{g.draft_layers}d" if g.draft_layers else "")
         pad_style = "red" if g.padding_pct >= 50 else ""
         per_group = f" ×{count}" if count > 1 else ""

@@ -234,9 +234,8 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
         # vLLM: DeepseekV32IndexerCache.get_kv_cache_spec — one uint8 row per token:
         # index_head_dim fp8 values + 4 bytes (an fp32 scale) per 128 of them
         dim = _int(layer, "index_head_dim", where, minimum=1)
-        layer = {"num_kv_heads": 1, "max_tp_shards": 1, "dtype": "uint8", "backend": "none",
-                 "cache_role": "indexer", **layer,
-                 "head_size": dim + dim // INDEXER_QUANT_BLOCK * 4}
+        layer = {"num_kv_heads": 1, **layer, "dtype": "uint8", "backend": "none",
+                 "cache_role": "indexer", "head_size": dim + dim // INDEXER_QUANT_BLOCK * 4}
         kind = "mla"
 
     dtype_name = layer.get("dtype") or "auto"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from fractions import Fraction
 from math import gcd, prod
+from typing import ClassVar
 
 from kvplan.units import KVQuantMode, cdiv, dtype_size_bytes, round_up
 
@@ -80,25 +81,29 @@ class KVCacheSpec:
     def spec_type(self) -> str:
         return type(self).__name__
 
+    # vLLM's KVCacheSpec properties, constant per class: prefix_cacheable (the group takes part
+    # in prefix caching), block_table_token_alignment (None: none), has_layer_views (False: raw
+    # storage, left out of the layout choice), uses_slot_mapping (False: self-addressed pages)
+    PREFIX_CACHEABLE: ClassVar[bool] = True
+    BLOCK_TABLE_TOKEN_ALIGNMENT: ClassVar[int | None] = 128
+    HAS_LAYER_VIEWS: ClassVar[bool] = True
+    USES_SLOT_MAPPING: ClassVar[bool] = True
+
     @property
     def prefix_cacheable(self) -> bool:
-        """vLLM: KVCacheSpec.prefix_cacheable — whether the group takes part in prefix caching."""
-        return True
+        return self.PREFIX_CACHEABLE
 
     @property
     def block_table_token_alignment(self) -> int | None:
-        """vLLM: KVCacheSpec.block_table_token_alignment (None: no alignment)."""
-        return 128
+        return self.BLOCK_TABLE_TOKEN_ALIGNMENT
 
     @property
     def has_layer_views(self) -> bool:
-        """vLLM: KVCacheSpec.has_layer_views — False: raw storage, left out of layout choice."""
-        return True
+        return self.HAS_LAYER_VIEWS
 
     @property
     def uses_slot_mapping(self) -> bool:
-        """vLLM: KVCacheSpec.uses_slot_mapping — False for self-addressed rings and raw pages."""
-        return True
+        return self.USES_SLOT_MAPPING
 
     def get_block_stride_alignment(self) -> int:
         """vLLM: KVCacheSpec.get_block_stride_alignment."""
@@ -294,63 +299,58 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
         return not self.bounded_replay  # vLLM: SlidingWindowMLASpec.prefix_cacheable
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KpoolTailSpec(SlidingWindowSpec):
-    """vLLM 0.31 only: KpoolTailSpec — one-block circular scratch of a kpool indexer's raw tail."""
+class _OneBlockPerRequest:
+    """A self-addressed ring: one block per request, not prefix-cacheable, no slot mapping."""
+
+    __slots__ = ()
+    PREFIX_CACHEABLE = False
+    USES_SLOT_MAPPING = False
 
     def blocks_per_request(self, s: DemandSettings) -> int:
-        return 1  # vLLM: KpoolTailSpec.max_admission_blocks_per_request
+        return 1
 
     def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
         return 1
 
-    @property
-    def prefix_cacheable(self) -> bool:
-        return False
 
-    @property
-    def uses_slot_mapping(self) -> bool:
-        return False
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KpoolTailSpec(_OneBlockPerRequest, SlidingWindowSpec):
+    """vLLM 0.31 only: KpoolTailSpec — one-block circular scratch of a kpool indexer's raw tail
+    (max_admission_blocks_per_request = 1)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class CircularBufferSpec(AttentionSpec):
+class CircularBufferSpec(_OneBlockPerRequest, AttentionSpec):
     """vLLM: CircularBufferSpec — one ring block per request (block_size = ring capacity) for the
-    raw keys of the token group still being compressed."""
+    raw keys of the token group still being compressed (max_memory_usage_bytes = one page)."""
 
-    def blocks_per_request(self, s: DemandSettings) -> int:
-        return 1  # vLLM: CircularBufferSpec.max_memory_usage_bytes = page_size_bytes
-
-    def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
-        return 1
-
-    @property
-    def prefix_cacheable(self) -> bool:
-        return False
-
-    @property
-    def uses_slot_mapping(self) -> bool:
-        return False
-
-    @property
-    def block_table_token_alignment(self) -> int | None:
-        return None
+    BLOCK_TABLE_TOKEN_ALIGNMENT = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class HiSparseHotSpec(KVCacheSpec):
+class _HiSparseSpec(KVCacheSpec):
+    """HiSparse's raw pages: a `page_size` field, no per-layer views, not prefix-cacheable."""
+
+    page_size: int
+    PREFIX_CACHEABLE = False
+    HAS_LAYER_VIEWS = False
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.page_size
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HiSparseHotSpec(_HiSparseSpec):
     """vLLM: HiSparseHotSpec — a fixed number of ephemeral hot-cache pages per request.
 
     vLLM's field `blocks_per_request` is `hot_blocks_per_request` here (kvplan's
     `blocks_per_request` is the demand method every spec has).
     """
 
-    page_size: int
     hot_blocks_per_request: int
-
-    @property
-    def page_size_bytes(self) -> int:
-        return self.page_size
+    USES_SLOT_MAPPING = False
+    BLOCK_TABLE_TOKEN_ALIGNMENT = None
 
     def blocks_per_request(self, s: DemandSettings) -> int:
         return self.hot_blocks_per_request  # vLLM: HiSparseHotSpec.max_memory_usage_bytes
@@ -358,44 +358,14 @@ class HiSparseHotSpec(KVCacheSpec):
     def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
         return self.hot_blocks_per_request
 
-    @property
-    def prefix_cacheable(self) -> bool:
-        return False
-
-    @property
-    def has_layer_views(self) -> bool:
-        return False
-
-    @property
-    def uses_slot_mapping(self) -> bool:
-        return False
-
-    @property
-    def block_table_token_alignment(self) -> int | None:
-        return None
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class HiSparseResidentSpec(KVCacheSpec):
+class HiSparseResidentSpec(_HiSparseSpec):
     """vLLM: HiSparseResidentSpec — reclaimable GPU pages of host-backed HiSparse KV."""
-
-    page_size: int
-
-    @property
-    def page_size_bytes(self) -> int:
-        return self.page_size
 
     def blocks_per_request(self, s: DemandSettings) -> int:
         # vLLM: HiSparseResidentSpec.max_admission_blocks_per_request
         return cdiv(min(s.max_in_flight_tokens, s.max_model_len), self.block_size)
-
-    @property
-    def prefix_cacheable(self) -> bool:
-        return False
-
-    @property
-    def has_layer_views(self) -> bool:
-        return False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
