@@ -123,21 +123,31 @@ def describe_minimax_m3_sparse(top: Cfg, hf_quant_config: dict | None) -> ModelD
         index_dim = sparse_cfg.get_int("sparse_index_dim", None)
     index_dim = index_dim or 128  # MiniMaxM3VLTextConfig.index_head_dim default
     kv, hd = kv_heads_of(text), head_dim_of(text)
-    prefix = "language_model.model.layers" if top.sub("text_config") is not None else \
-        "model.layers"
+    is_vl = top.sub("text_config") is not None
+    prefix = "language_model.model.layers" if is_vl else "model.layers"
+
+    def sparse(i: int, name: str) -> list[LayerDescription]:
+        return [LayerDescription(
+                    index=i, name=f"{name}.index_cache", kind=LayerKind.MLA_INDEXER,
+                    num_kv_heads=1, head_size=index_dim, head_size_v=0, index_head_dim=index_dim,
+                    fixed_dtype="bfloat16", backend="MINIMAX_M3_INDEXER"),
+                attention(i, name, kv_heads=kv, head_size=hd).model_copy(
+                    update={"backend": "MINIMAX_M3_SPARSE"})]
+
     layers: list[LayerDescription] = []
     for i, kind in enumerate(types):
         name = attn_name(i, prefix)
         if kind == "minimax_m3_sparse":
-            layers.append(LayerDescription(
-                index=i, name=f"{name}.index_cache", kind=LayerKind.MLA_INDEXER, num_kv_heads=1,
-                head_size=index_dim, head_size_v=0, index_head_dim=index_dim,
-                fixed_dtype="bfloat16", backend="MINIMAX_M3_INDEXER"))
-            layers.append(attention(i, name, kv_heads=kv, head_size=hd).model_copy(
-                update={"backend": "MINIMAX_M3_SPARSE"}))
+            layers += sparse(i, name)
         elif kind == "full_attention":
             layers.append(attention(i, name, kv_heads=kv, head_size=hd))
         else:
             raise unsupported_layer_type(text, "layer_types", kind, "minimax_m3")
+    # MTP (nvidia/mtp.py MiniMaxM3MultiTokenPredictor): num_mtp_modules layers at
+    # model.layers.{k}, each a forced-sparse MiniMaxM3DecoderLayer (L55–60). Only the VL
+    # wrapper's target names (language_model.…) leave those names free, so only it gets them.
+    n_mtp = (text.get_int("num_mtp_modules", 0, minimum=0) or 0) if is_vl else 0
+    mtp = [d for k in range(n_mtp) for d in sparse(n + k, attn_name(k))]
     return finish(top, text, family="minimax_m3", layers=layers,
-                  quantization=quantization_info(top, text, hf_quant_config))
+                  quantization=quantization_info(top, text, hf_quant_config),
+                  num_nextn_predict_layers=n_mtp, mtp_layers=mtp)

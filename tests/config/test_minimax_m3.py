@@ -65,3 +65,18 @@ def test_minimax_m3_cli_h100_x8() -> None:
     # vLLM's own planner (research case minimax_m3_tp8, 0.31.0 and 0.34.0) logs the same
     assert out["capacity_log_line"] == ("GPU KV cache size: 947,840 tokens, Maximum concurrency "
                                         "for 262,144 tokens per request: 3.62x")
+
+
+def test_minimax_m3_mtp_adds_a_sparse_layer() -> None:
+    # text_config num_mtp_modules 1 → one forced-sparse MiniMaxM3DecoderLayer at model.layers.0
+    # (nvidia/mtp.py L55–60, L109): a main cache and an index cache, in the one group:
+    # 5,799,936 + 65,536 + 32,768 = 5,898,240 B per block
+    m = real(NAME)
+    assert [x.name for x in m.mtp_layers] == ["model.layers.0.self_attn.attn.index_cache",
+                                              "model.layers.0.self_attn.attn"]
+    out = check_h100_x8(HF_CONFIGS / NAME / "config.json", "--speculative-method", "mtp",
+                        "--num-speculative-tokens", "1")
+    assert out["pool_bytes_per_block"] == [5_898_240]
+    # vLLM's own planner on the same 119 specs (oracle, 0.31.0 and 0.34.0) logs the same
+    assert out["capacity_log_line"] == ("GPU KV cache size: 931,968 tokens, Maximum concurrency "
+                                        "for 262,144 tokens per request: 3.56x")
