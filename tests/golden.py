@@ -21,7 +21,7 @@ CONTRACT_KEYS = ("pool_bytes_per_block", "total_blocks_per_request", "total_byte
                  "max_concurrency", "kv_cache_size_tokens", "capacity_log_line")
 GROUP_KEYS = ("layer_names", "spec_type", "kind", "block_size", "page_size_bytes",
               "page_size_padded", "padded", "blocks_per_request", "layer_specs",
-              "max_memory_usage_bytes")
+              "max_memory_usage_bytes", "max_num_blocks_per_req")
 # Spec fields only tools/oracle_ext.py reports (also inside layer_specs); compared when present.
 EXTRA_SPEC_KEYS = ("prefix_cacheable", "cache_role", "rswa_window")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import gcd
 from typing import Any
 
 from kvplan.engine.grouping import GroupingResult, KVCacheGroup, get_kv_cache_groups
@@ -24,7 +25,7 @@ from kvplan.specs import (
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
-from kvplan.units import format_gib, lcm, round_up
+from kvplan.units import cdiv, format_gib, lcm, round_up
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
@@ -66,6 +67,7 @@ class GroupDemand:
     max_memory_usage_bytes: int
     max_num_blocks_per_req: int
     page_sum_bytes: int  # Σ per-layer block strides of the group (its share of one pool block)
+    block_table_width: int = 0  # the worker's block-table row (block_table_width)
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,18 @@ def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile,
         aligns += [g.spec.page_size_bytes for g in groups if isinstance(g.spec, HiSparseHotSpec)]
         widest = round_up(widest, lcm(*[a or 1 for a in aligns]))
     return widest
+
+
+def block_table_width(spec: KVCacheSpec, s: DemandSettings, max_len: int,
+                      profile: VllmProfile) -> int:
+    """vLLM 0.34: get_block_table_width(max_num_blocks_per_req, block_size,
+    token_alignment=spec.block_table_token_alignment) — rows padded to whole 128-token runs."""
+    width = spec.max_num_blocks_per_req(s, max_len)
+    alignment = spec.block_table_token_alignment if profile.block_table_token_alignment else None
+    if alignment is not None:
+        step = alignment // gcd(alignment, spec.block_size)
+        width = cdiv(width, step) * step
+    return width
 
 
 def group_blocks_per_request(spec: KVCacheSpec, s: DemandSettings) -> int:
@@ -473,7 +487,8 @@ def _group_demands(groups: Sequence[KVCacheGroup], s: DemandSettings, profile: V
             group_id=i, group=g, blocks_per_request=group_blocks_per_request(g.spec, s),
             max_memory_usage_bytes=g.spec.max_memory_usage_bytes(s),
             max_num_blocks_per_req=g.spec.max_num_blocks_per_req(s, s.max_model_len),
-            page_sum_bytes=group_page_sum(g, stride_rule(profile, layout), profile)))
+            page_sum_bytes=group_page_sum(g, stride_rule(profile, layout), profile),
+            block_table_width=block_table_width(g.spec, s, s.max_model_len, profile)))
     return out
 
 

@@ -79,6 +79,9 @@ class VllmProfile(BaseModel):
     # get_kv_cache_groups' GLM-5.3 branch (_get_kv_cache_groups_glm5_next) and its tensor
     # layout (_glm5_next_tensor_layout) — 0.31 only
     glm5_next_grouping: bool = False
+    # the worker's block table rows: get_block_table_width with the spec's
+    # block_table_token_alignment (0.34; before, the raw max_num_blocks_per_req)
+    block_table_token_alignment: bool = True
 
 
 PROFILES: dict[str, VllmProfile] = {
@@ -96,7 +99,7 @@ PROFILES: dict[str, VllmProfile] = {
                     mla_fields=frozenset({"storage_block_size"}),
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
-                    glm5_next_grouping=True),
+                    glm5_next_grouping=True, block_table_token_alignment=False),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -105,7 +108,7 @@ PROFILES: dict[str, VllmProfile] = {
                     extensible_kv_cache_default=False, has_is_draft=False,
                     planner_module="vllm.v1.core.kv_cache_utils", mla_fields=frozenset(),
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
-                    pool_probe_needs_layer_views=False),
+                    pool_probe_needs_layer_views=False, block_table_token_alignment=False),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -113,7 +116,8 @@ PROFILES: dict[str, VllmProfile] = {
                     mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=True,
                     planner_module="vllm.v1.core.kv_cache_planning",
-                    hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False),
+                    hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
+                    block_table_token_alignment=False),
         VllmProfile(version="0.34.0", default_block_size=64, sw_block_rule=SwBlockRule.PREFER_DIVISOR,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.B,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=True,

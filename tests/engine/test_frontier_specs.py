@@ -134,3 +134,16 @@ def test_planner_input_accepts_new_specs_directly() -> None:
                           max_model_len=8192, max_num_batched_tokens=2048))
     # one group, one ring block per request: 32768 B needed
     assert r.total_blocks_per_request == 1 and r.total_bytes_needed == (32768,)
+
+
+def test_block_table_rows_align_to_128_tokens_in_0_34_only() -> None:
+    from kvplan.engine.planner import block_table_width
+    from kvplan.engine.profiles import get_profile
+
+    mla = MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype="bfloat16")
+    # cdiv(8256, 64) = 129 blocks; 0.34 pads rows to 128 // gcd(128, 64) = 2 blocks → 130
+    assert block_table_width(mla, S, 8256, get_profile("0.33.0")) == 129
+    assert block_table_width(mla, S, 8256, get_profile("0.34.0")) == 130
+    ring = CircularBufferSpec(block_size=8, num_kv_heads=1, head_size=64, head_size_v=0,
+                              dtype="float32")
+    assert block_table_width(ring, S, 8256, get_profile("0.34.0")) == 1  # no alignment
