@@ -22,6 +22,7 @@ from kvplan.specs import (
     KVCacheSpec,
     MLAAttentionSpec,
     MultipleOf,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
@@ -556,12 +557,18 @@ def _validate_spec_types(inp: PlannerInput, profile: VllmProfile) -> None:
                                  hint=f"vLLM {', '.join(have)} define{'s' if len(have) == 1 else ''}"
                                       " it" if have else "no supported release defines it")
             if isinstance(spec, MLAAttentionSpec):
-                for attr in _RELEASE_MLA_FIELDS:
-                    if getattr(spec, attr) is not None and attr not in profile.mla_fields:
-                        have = sorted(v for v, p in PROFILES.items() if attr in p.mla_fields)
-                        raise InputError(
-                            f"layer {name}: MLAAttentionSpec.{attr} does not exist in vLLM "
-                            f"{profile.version}", hint=f"vLLM {', '.join(have)} define it")
+                checks = [(a, "mla_fields") for a in _RELEASE_MLA_FIELDS]
+            elif isinstance(spec, SlidingWindowMLASpec):
+                checks = [("non_causal_multi_token_decode", "swa_mla_fields")]
+            else:
+                continue
+            for attr, where in checks:
+                if getattr(spec, attr) in (None, False) or attr in getattr(profile, where):
+                    continue
+                have = sorted(v for v, p in PROFILES.items() if attr in getattr(p, where))
+                raise InputError(f"layer {name}: {type(spec).__name__}.{attr} does not exist in "
+                                 f"vLLM {profile.version}", hint=f"vLLM {', '.join(have)} define"
+                                 f"{'s' if len(have) == 1 else ''} it")
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ class VllmProfile(BaseModel):
     # MLAAttentionSpec fields that exist only in some releases (topk_buffer_width 0.33+,
     # storage_block_size 0.31)
     mla_fields: frozenset[str] = frozenset({"topk_buffer_width"})
+    # SlidingWindowMLASpec.non_causal_multi_token_decode (0.34)
+    swa_mla_fields: frozenset[str] = frozenset({"non_causal_multi_token_decode"})
     # resolve_kv_cache_layout: self-addressed rings take no part in the DCP-sharding test (0.32+)
     dcp_layout_skips_self_addressed: bool = True
     # HiSparseHotSpec.get_block_stride_alignment = lcm(page_size, alignment) (0.34)
@@ -96,7 +98,7 @@ PROFILES: dict[str, VllmProfile] = {
                     planner_module="vllm.v1.core.kv_cache_utils",
                     multiple_of_stride_alignment=False,
                     spec_types=frozenset({*COMMON_SPEC_TYPES, "KpoolTailSpec"}),
-                    mla_fields=frozenset({"storage_block_size"}),
+                    mla_fields=frozenset({"storage_block_size"}), swa_mla_fields=frozenset(),
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
                     glm5_next_grouping=True, block_table_token_alignment=False),
@@ -107,6 +109,7 @@ PROFILES: dict[str, VllmProfile] = {
                     mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=False,
                     planner_module="vllm.v1.core.kv_cache_utils", mla_fields=frozenset(),
+                    swa_mla_fields=frozenset(),
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
                     pool_probe_needs_layer_views=False, block_table_token_alignment=False),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
@@ -117,7 +120,7 @@ PROFILES: dict[str, VllmProfile] = {
                     extensible_kv_cache_default=False, has_is_draft=True,
                     planner_module="vllm.v1.core.kv_cache_planning",
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
-                    block_table_token_alignment=False),
+                    block_table_token_alignment=False, swa_mla_fields=frozenset()),
         VllmProfile(version="0.34.0", default_block_size=64, sw_block_rule=SwBlockRule.PREFER_DIVISOR,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.B,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=True,
