@@ -259,6 +259,9 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
     spec: AttentionSpec
     if kind in ("mla", "sliding_window_mla", "hidden_state"):
         head = layer.get("head_size")
+        if kind == "hidden_state":  # ExtractHiddenStatesAttention: heads and head size given
+            head = _int(layer, "head_size", where, minimum=1)
+            _int(layer, "num_kv_heads", where, minimum=1)
         if head is None:
             head = (_int(layer, "kv_lora_rank", where, minimum=1)
                     + _int(layer, "qk_rope_head_dim", where))

@@ -147,3 +147,15 @@ def test_block_table_rows_align_to_128_tokens_in_0_34_only() -> None:
     ring = CircularBufferSpec(block_size=8, num_kv_heads=1, head_size=64, head_size_v=0,
                               dtype="float32")
     assert block_table_width(ring, S, 8256, get_profile("0.34.0")) == 1  # no alignment
+
+
+@pytest.mark.parametrize(("layer", "missing"), [
+    ({"kind": "rswa", "num_kv_heads": 8, "head_size": 128}, "rswa_window"),
+    ({"kind": "hidden_state", "num_kv_heads": 1}, "head_size"),
+    ({"kind": "hisparse_hot", "page_size": 4096}, "blocks_per_request"),
+    ({"kind": "hisparse_resident"}, "page_size"),
+    ({"kind": "indexer"}, "index_head_dim"),
+])
+def test_new_kinds_name_their_missing_field(layer: dict, missing: str) -> None:
+    with pytest.raises(InputError, match=f"missing required field '{missing}'"):
+        build_spec({"name": "x", **layer}, {})
