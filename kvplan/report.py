@@ -149,14 +149,16 @@ def _render_main(plan: Plan, console: Console) -> None:
                           f"{plan.total_max_concurrency:.2f}x max-length requests in total")
     else:
         short_by = plan.margin_bytes
-        short = f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)" if short_by is not None else ""
+        short = (f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)"
+                 if short_by is not None and short_by < 0 else "")
         console.print(Text("DOES NOT FIT", style="bold red"), short)
         if plan.estimated_max_model_len:
             console.print(f"largest max_model_len that fits: "
                           f"{_workers(plan.estimated_max_model_len, lambda v: f'{v:,}')}")
-        if plan.error_message:
-            console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
-                          f"{escape(plan.error_message)}", soft_wrap=True)
+        if plan.error_message or plan.error_type:  # some vLLM errors carry no message
+            console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}"
+                          + (f": {escape(plan.error_message)}" if plan.error_message else ""),
+                          soft_wrap=True)
 
 
 def render_explanation(plan: Plan, console: Console) -> None:
