@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
+from typing import Any
 
 from kvplan.engine.backends import Backend, customize_spec, kernel_block_sizes, min_kernel_block
 from kvplan.engine.blocksize import (
@@ -16,6 +17,7 @@ from kvplan.engine.blocksize import (
     check_aligned_block_size,
     preferred_block_size,
     select_backend,
+    select_sparse_mla_backend,
     sliding_window_block_size,
     supports_block_size,
 )
@@ -38,6 +40,7 @@ from kvplan.specs import (
     SinkFullAttentionSpec,
     SlidingWindowMLASpec,
     SlidingWindowSpec,
+    SparseCacheRole,
 )
 from kvplan.state_shapes import (
     gdn_state_shapes,
@@ -49,6 +52,7 @@ from kvplan.state_shapes import (
     single_state_dtype,
 )
 from kvplan.units import (
+    KVQuantMode,
     dtype_size_bytes,
     kv_cache_storage_dtype,
     kv_quant_mode,
@@ -56,7 +60,14 @@ from kvplan.units import (
     normalize_torch_dtype,
 )
 
+DSV4 = "deepseek_v4"
+DSV4_RECORD_BYTES = 584  # vLLM: DeepSeek-V4 fp8_ds_mla record per token
+DSV4_PAGE_ALIGNMENT = 576  # vLLM: packed_page_alignment (FlashMLA)
+# vLLM: DeepseekV4IndexerBackend.get_supported_kv_cache_layouts — the indexer pages sit beside
+# the MLA latent pages inside each block
+DSV4_KV_CACHE_LAYOUTS = ("BLHNC", "BLNHC")
 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64  # vLLM: v1/attention/backends/gdn_attn.py
+FLASHKDA_CHECKPOINT_ALIGNMENT = 16  # vLLM: layers/mamba/kda_checkpoint.py
 MLA_BLOB_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}  # vLLM: MLAAttention.get_kv_cache_spec
 MAX_MODEL_LEN_LIMIT = 2**31  # no model serves more; catches 10^12 typos
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
@@ -157,12 +168,27 @@ def resolve_model_dtype(requested: str, config_dtype: str, warnings: list[str]) 
     return d
 
 
-def resolve_kv_cache_dtype(requested: str, model: ModelDescription) -> str:
-    """vLLM: torch_utils.resolve_kv_cache_dtype_string — 'auto' takes the checkpoint's KV quant."""
+def resolve_kv_cache_dtype(requested: str, model: ModelDescription, sm: int | None = None) -> str:
+    """vLLM: torch_utils.resolve_kv_cache_dtype_string — 'auto' takes the checkpoint's KV quant;
+    then the architecture's config hook (models/config.py)."""
     d = normalize_kv_cache_dtype(requested)
     if d == "auto" and model.quantization.kv_cache_dtype:
-        return normalize_kv_cache_dtype(model.quantization.kv_cache_dtype)
+        d = normalize_kv_cache_dtype(model.quantization.kv_cache_dtype)
+    archs = model.architectures[:1]
+    if "DeepseekV32ForCausalLM" in archs and d == "bfloat16":
+        d = "auto"  # DeepseekV32ForCausalLM.verify_and_update_config
+    if "GlmMoeDsaForCausalLM" in archs and d == "auto" and sm is not None and 100 <= sm < 110:
+        d = "fp8_e4m3"  # GlmMoeDsaForCausalLM.verify_and_update_config (SM10x only)
     return d
+
+
+def sparse_mla_kv_cache_dtype(kv_dtype: str, backend: Backend) -> str:
+    """vLLM: mla_attention._canonicalize_sparse_mla_kv_cache_dtype — FlashMLA sparse serves any
+    quantized KV but nvfp4_ds_mla as fp8_ds_mla (written back to cache_config.cache_dtype)."""
+    if (backend is Backend.FLASHMLA_SPARSE and kv_quant_mode(kv_dtype) is not KVQuantMode.NONE
+            and kv_dtype != "nvfp4_ds_mla"):
+        return "fp8_ds_mla"
+    return kv_dtype
 
 
 def resolve_mamba_ssm_cache_dtype(requested: str, model: ModelDescription) -> str:
@@ -214,9 +240,80 @@ class _Ctx:
     warnings: list[str]
 
 
+def dsv4_kv_cache_dtype(kv_dtype: str, dep: Deployment) -> str:
+    """vLLM: models/deepseek_v4/attention.py _resolve_dsv4_kv_cache_dtype on the FlashMLA path
+    (nvidia/model.py _select_dsv4_attn_cls: every CUDA GPU but SM12x by default) — its
+    fp8_ds_mla layout takes fp8 only: auto and any fp8 dtype become fp8_ds_mla."""
+    flashinfer = (dep.attention_backend or "").upper() == "FLASHINFER_MLA_SPARSE_DSV4"
+    if flashinfer or (dep.sm is not None and 120 <= dep.sm < 130):
+        raise UnsupportedError("DeepSeek-V4 on the FlashInfer sparse path (SM12x or "
+                               "FLASHINFER_MLA_SPARSE_DSV4) is not modelled by kvplan",
+                               hint="plan the default FlashMLA path (SM90 / SM10x)")
+    if kv_dtype == "auto":
+        kv_dtype = "fp8"
+    if not kv_dtype.startswith("fp8"):
+        raise InputError(f"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got "
+                         f"{kv_dtype}.", hint="use --kv-cache-dtype fp8 (or auto)")
+    return "fp8_ds_mla"
+
+
+def _dsv4_backend(layer: LayerDescription) -> Backend | None:
+    """The backend of a DeepSeek-V4 cache layer (FlashMLA path), None if not one."""
+    if layer.kind is LayerKind.COMPRESSOR_STATE:
+        return Backend.DEEPSEEK_V4_COMPRESSOR  # CompressorStateCache.get_attn_backend
+    if layer.model_version != DSV4:
+        return None
+    return {LayerKind.SLIDING_WINDOW_MLA: Backend.DEEPSEEK_SPARSE_SWA,
+            LayerKind.MLA_INDEXER: Backend.DEEPSEEK_V4_INDEXER}.get(
+                layer.kind, Backend.FLASHMLA_SPARSE_DSV4)
+
+
+def _dsv4_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str,
+               is_draft: bool) -> AttentionSpec:
+    """A DeepSeek-V4 cache layer's spec with the fp8_ds_mla layout (kv_dtype fp8_ds_mla):
+    584-byte records (448 B NoPE + 128 B RoPE + 8 B scales) and pages padded to 576 B.
+
+    vLLM: sparse_swa.py DeepseekV4SWACache.get_kv_cache_spec (SlidingWindowMLASpec),
+    deepseek_v4/attention.py DeepseekV4Attention.get_kv_cache_spec / DeepseekV4IndexerCache
+    (MLAAttentionSpec, tokens_per_state = compress ratio), compressor.py CompressorStateCache
+    (SlidingWindowMLASpec, fp32).
+    """
+    assert layer.head_size is not None
+    common: dict[str, Any] = dict(block_size=block_size, num_kv_heads=1, max_tp_shards=1,
+                                  head_size=layer.head_size, alignment=DSV4_PAGE_ALIGNMENT,
+                                  is_draft=is_draft)
+    if layer.kind is LayerKind.COMPRESSOR_STATE:
+        assert layer.sliding_window is not None
+        return SlidingWindowMLASpec(dtype="float32", sliding_window=layer.sliding_window,
+                                    **common)
+    if layer.kind is LayerKind.MLA_INDEXER:  # cache_role stays SPARSE, as vLLM builds it
+        return MLAAttentionSpec(dtype="uint8", tokens_per_state=layer.tokens_per_state or 1,
+                                **common)
+    common.update(dtype="uint8", cache_dtype_str=kv_dtype, model_version=DSV4,
+                  kv_quant_mode=kv_quant_mode(kv_dtype), state_content_bytes=DSV4_RECORD_BYTES)
+    if layer.kind is LayerKind.SLIDING_WINDOW_MLA:
+        assert layer.sliding_window is not None
+        return SlidingWindowMLASpec(sliding_window=layer.sliding_window, **common)
+    return MLAAttentionSpec(tokens_per_state=layer.tokens_per_state or 1, **common)
+
+
 def _attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment, *,
-                       causal: bool, override: str | None) -> Backend:
+                       causal: bool, override: str | None, sparse: bool = False,
+                       diff_kv: bool = False) -> Backend:
+    if layer.backend is not None:
+        return Backend(layer.backend)  # the model code picks it (vLLM bypasses the selector)
+    if (dsv4 := _dsv4_backend(layer)) is not None:
+        return dsv4
+    if layer.kind is LayerKind.MLA_INDEXER:
+        return Backend.DEEPSEEK_V32_INDEXER  # vLLM: DeepseekV32IndexerCache.get_attn_backend
     is_mla = layer.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
+    if is_mla and sparse:
+        return select_sparse_mla_backend(kv_cache_dtype=kv_dtype, sm=dep.sm, override=override)
+    if diff_kv and not override and layer.head_size_v not in (None, layer.head_size):
+        # vLLM: models/mimo_v2.py MiMoV2Attention — K and V of different sizes run on
+        # FLASH_ATTN_DIFFKV where FA3/FA4 exist (SM90, SM10x), else TRITON_ATTN_DIFFKV
+        fa = dep.sm is not None and (dep.sm == 90 or 100 <= dep.sm < 110)
+        return Backend.FLASH_ATTN if fa else Backend.TRITON_ATTN
     return select_backend(kv_cache_dtype=kv_dtype, is_mla=is_mla, sm=dep.sm, causal=causal,
                           override=override, head_size=layer.head_size)
 
@@ -227,6 +324,18 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
     storage = kv_cache_storage_dtype(kv_dtype, model_dtype)
     quant = kv_quant_mode(kv_dtype)
     kind = layer.kind
+    if kind is LayerKind.COMPRESSOR_STATE or layer.model_version == DSV4:
+        return _dsv4_spec(layer, block_size=block_size, kv_dtype=kv_dtype, is_draft=is_draft)
+    if kind is LayerKind.MLA_INDEXER:
+        # vLLM: DeepseekV32IndexerCache.get_kv_cache_spec (uint8 rows, max_tp_shards 1) /
+        # minimax_m3 common/indexer.py MiniMaxM3IndexerCache (bf16 index keys, no max_tp_shards);
+        # neither sets cache_dtype_str
+        assert layer.head_size is not None
+        dtype = layer.fixed_dtype or "uint8"
+        return MLAAttentionSpec(block_size=block_size, num_kv_heads=1,
+                                max_tp_shards=1 if dtype == "uint8" else None,
+                                head_size=layer.head_size, dtype=dtype,
+                                cache_role=SparseCacheRole.INDEXER, is_draft=is_draft)
     if kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA):
         if layer.kv_lora_rank is None:
             raise InputError(f"{layer.name}: an MLA layer needs kv_lora_rank")
@@ -238,7 +347,9 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
             kw["state_content_bytes"] = (profile.fp8_ds_mla_row_bytes if kv_dtype == "fp8_ds_mla"
                                          else MLA_BLOB_BYTES[kv_dtype])
         if kind is LayerKind.MLA:
-            spec: AttentionSpec = MLAAttentionSpec(**kw)  # type: ignore[arg-type]
+            # vLLM: MLAAttention.get_kv_cache_spec — is_index_group_leader = has an indexer
+            spec: AttentionSpec = MLAAttentionSpec(
+                is_index_group_leader=layer.index_head_dim is not None, **kw)  # type: ignore[arg-type]
         else:
             spec = SlidingWindowMLASpec(sliding_window=layer.sliding_window or 0, **kw)  # type: ignore[arg-type]
         return customize_spec(backend, spec)
@@ -292,6 +403,16 @@ def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int
                                   conv_kernel_size=g.conv_kernel, num_spec=k)
         return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype, ctx.ssm_dtype), \
             MambaType.GDN_ATTN
+    if layer.kind is LayerKind.KDA and layer.gdn:
+        g = layer.gdn
+        shapes = gdn_state_shapes(tp=tp, num_k_heads=g.num_k_heads, num_v_heads=g.num_v_heads,
+                                  head_k_dim=g.head_k_dim, head_v_dim=g.head_v_dim,
+                                  conv_kernel_size=g.conv_kernel, num_spec=k)
+        # vLLM: mamba_utils.py kda_state_dtype — conv in the Mamba cache dtype, recurrent fp32
+        # for auto; Kimi-Linear's KimiGatedDeltaNetAttention passes no ssm dtype (always fp32),
+        # Kimi-K3's KimiK3DeltaAttention passes mamba_ssm_cache_dtype (float32 / bfloat16)
+        conv = single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype)[0]
+        return shapes, (conv, _kda_recurrent_dtype(layer, ctx.ssm_dtype)), MambaType.GDN_ATTN
     if layer.kind is LayerKind.MAMBA2 and layer.mamba2:
         m = layer.mamba2
         shapes = mamba2_state_shapes(tp=tp, intermediate_size=m.intermediate_size,
@@ -318,6 +439,25 @@ def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int
     raise InputError(f"{layer.name}: a {layer.kind.value} layer without its state dimensions")
 
 
+def _kda_recurrent_dtype(layer: LayerDescription, ssm_dtype: str) -> str:
+    if not (layer.model_version or "").startswith("kimi_k3") or ssm_dtype == "auto":
+        return "float32"
+    dtype = mamba_state_dtypes("bfloat16", "auto", ssm_dtype)[1]  # normalizes bf16 / fp32
+    if dtype not in ("float32", "bfloat16"):
+        raise InputError("KDA recurrent state supports only auto, float32, and bfloat16; "
+                         f"got {ssm_dtype}", hint="--mamba-ssm-cache-dtype float32 or bfloat16")
+    return dtype
+
+
+def _flashkda_checkpoints(layer: LayerDescription, ctx: _Ctx) -> bool:
+    """vLLM: kimi_k3/nvidia/kda.py resolve_kda_prefill_backend ("auto") → "flashkda" when
+    is_flashkda_supported (SM 9x/10x/12x, bf16 activations, head_dim 128, a gate bound); then
+    KimiK3DeltaAttention.get_kv_cache_spec adds one prefill-checkpoint block, alignment 16."""
+    sm = ctx.dep.sm
+    return (layer.model_version == "kimi_k3_flashkda" and sm is not None
+            and sm // 10 in (9, 10, 12) and ctx.model_dtype == "bfloat16")
+
+
 def _state_page(shapes: tuple[tuple[int, ...], ...], dtypes: tuple[str, ...]) -> int:
     return sum(prod(s) * dtype_size_bytes(t) for s, t in zip(shapes, dtypes, strict=True))
 
@@ -336,15 +476,37 @@ def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
     return sm is not None and sm >= 100 and head_k == {128} and ctx.dep.cuda_runtime_major >= 13
 
 
+# vLLM: model_executor/models/registry.py — architectures a release does not register yet
+ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0"}
+
+
+def _check_release_serves(model: ModelDescription, version: str) -> None:
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    for arch in model.architectures[:1]:
+        first = ARCH_FIRST_RELEASE.get(arch)
+        if first is not None and key(version) < key(first):
+            raise UnsupportedError(
+                f"vLLM {version} does not serve {arch}: its model registry has it from "
+                f"{first} on", hint=f"plan it with --vllm {first} or later")
+
+
 # ---- the build ------------------------------------------------------------------------------
 
 def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | None = None
           ) -> BuildResult:
     """Target (+ draft) → PlannerInput, mirroring vLLM's worker start-up."""
     profile = get_profile(dep.vllm_version)
+    _check_release_serves(target, profile.version)
     warnings: list[str] = list(target.warnings)
     model_dtype = resolve_model_dtype(dep.dtype, target.dtype, warnings)
-    kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target)
+    kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm)
+    if target.sparse_mla:
+        kv_dtype = sparse_mla_kv_cache_dtype(kv_dtype, select_sparse_mla_backend(
+            kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend))
+    if target.family == DSV4:
+        kv_dtype = dsv4_kv_cache_dtype(kv_dtype, dep)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     if tp < 1 or pp < 1 or dep.decode_context_parallel_size < 1:
         raise InputError("parallel sizes must be ≥ 1")
@@ -365,10 +527,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
     ctx = _Ctx(profile, dep, model_dtype, mamba_mode, k, max_model_len,
                resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target), warnings)
-    if any(layer.index_head_dim for layer in target.layers):
-        warnings.append("DeepSeek V3.2's sparse indexer keeps its own K cache (index_head_dim + "
-                        "fp32 scales, fp8) in every layer; vLLM packs it in a layout kvplan does "
-                        "not model, so it is left out of these numbers")
 
     # draft layers: a separate head, or the target's own MTP modules
     draft_layers: tuple[LayerDescription, ...] = ()
@@ -386,9 +544,17 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         draft_layers = draft.layers
         draft_name = draft.source
     draft_kv = resolve_kv_cache_dtype(dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
-                                      draft or target) if draft_layers else None
+                                      draft or target, dep.sm) if draft_layers else None
+    draft_sparse = (draft or target).sparse_mla
+    if draft_kv is not None and (draft or target).family == DSV4:
+        draft_kv = dsv4_kv_cache_dtype(draft_kv, dep)
+    if draft_kv is not None and draft_sparse:
+        draft_kv = sparse_mla_kv_cache_dtype(draft_kv, select_sparse_mla_backend(
+            kv_cache_dtype=draft_kv, sm=dep.sm,
+            override=dep.draft_attention_backend or dep.attention_backend))
     draft_tp = dep.draft_tensor_parallel_size or tp
     draft_causal = method != "dflash"
+    diff_kv = target.family == "mimo_v2"  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
 
     # backends per layer (vLLM: the attention layer picks at construction)
     def backend_for(layer: LayerDescription, is_draft: bool) -> Backend | None:
@@ -396,8 +562,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             return None
         if is_draft:
             return _attention_backend(layer, draft_kv or kv_dtype, dep, causal=draft_causal,
-                                      override=dep.draft_attention_backend or dep.attention_backend)
-        return _attention_backend(layer, kv_dtype, dep, causal=True, override=dep.attention_backend)
+                                      override=dep.draft_attention_backend or dep.attention_backend,
+                                      sparse=draft_sparse, diff_kv=diff_kv)
+        return _attention_backend(layer, kv_dtype, dep, causal=True, override=dep.attention_backend,
+                                  sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
@@ -457,6 +625,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             ckpt_blocks = 0
             if mtype is MambaType.MAMBA2 and profile.mamba2_checkpoint_block:
                 ckpt_blocks = 1  # MambaMixer2.get_kv_cache_spec (0.32+)
+            elif layer.kind is LayerKind.KDA:
+                ckpt_blocks = int(_flashkda_checkpoints(layer, ctx))
             elif mtype is MambaType.GDN_ATTN:
                 ckpt_blocks = gdn_ckpt_blocks
             return MambaSpec(block_size=mamba_block, shapes=shapes, dtypes=dtypes,
@@ -464,11 +634,14 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                              mamba_cache_mode=mamba_mode, num_speculative_blocks=k,
                              num_prefill_checkpoint_blocks=ckpt_blocks,
                              prefill_checkpoint_alignment=(
-                                 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if ckpt_blocks
+                                 FLASHKDA_CHECKPOINT_ALIGNMENT if ckpt_blocks
+                                 and layer.kind is LayerKind.KDA
+                                 else FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if ckpt_blocks
                                  and mtype is MambaType.GDN_ATTN else None),
                              is_draft=is_draft)
         assert backend is not None
         layer_block = dep.draft_block_size if (is_draft and dep.draft_block_size) else block
+        layer_block = layer.block_size or layer_block  # a block the layer fixes itself
         sw_block = None
         if layer.kind is LayerKind.SLIDING_WINDOW:
             if is_draft and dep.draft_block_size:
@@ -524,7 +697,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         num_nextn_predict_layers=max(1, n_mtp),
         disable_hybrid_kv_cache_manager=disable_hybrid,
         num_gpu_blocks_override=dep.num_gpu_blocks_override,
-        enable_extensible_kv_cache=False, vllm_version=profile.version, with_fix=dep.with_fix)
+        enable_extensible_kv_cache=False, vllm_version=profile.version, with_fix=dep.with_fix,
+        supported_kv_cache_layouts=DSV4_KV_CACHE_LAYOUTS if any(
+            p.backend == Backend.DEEPSEEK_V4_INDEXER.value for p in plans) else None)
     del draft_name
     return BuildResult(planner_input=inp, layers=tuple(plans), block_size=block,
                        kv_cache_dtype=kv_dtype, draft_kv_cache_dtype=draft_kv,

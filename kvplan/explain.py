@@ -11,7 +11,14 @@ from kvplan.build import BuildResult, Deployment, build
 from kvplan.engine.planner import EngineResult, GroupDemand, PlannerInput, plan
 from kvplan.errors import KvplanError
 from kvplan.model import ModelDescription
-from kvplan.specs import AttentionSpec, MambaSpec, SlidingWindowSpec, UniformTypeKVCacheSpecs
+from kvplan.specs import (
+    AttentionSpec,
+    CircularBufferSpec,
+    HiddenStateCacheSpec,
+    MambaSpec,
+    SlidingWindowSpec,
+    UniformTypeKVCacheSpecs,
+)
 from kvplan.units import format_gib
 
 
@@ -48,6 +55,10 @@ def _kind_words(spec: object) -> str:
         return "state-space (Mamba/GDN)"
     if isinstance(spec, SlidingWindowSpec):
         return "sliding-window"
+    if isinstance(spec, CircularBufferSpec):
+        return "ring-buffer"
+    if isinstance(spec, HiddenStateCacheSpec):
+        return "hidden-state"
     return "full-attention" if isinstance(spec, AttentionSpec) else "KV"
 
 

@@ -31,11 +31,20 @@ class LayerKind(StrEnum):
     SHORT_CONV = "short_conv"
     LINEAR_ATTENTION = "linear_attention"
     NO_KV = "no_kv"  # e.g. a KV-sharing layer or an MLP-only block: no cache of its own
+    # a sparse-attention indexer's own K cache (DeepSeek-V3.2 / GLM-5 lightning indexer): one
+    # uint8 row of head_size bytes per token, whatever --kv-cache-dtype says
+    MLA_INDEXER = "mla_indexer"
+    # Kimi delta attention (Kimi-Linear / Kimi-K3): GDN-shaped state (gdn dims with k = v heads
+    # and head dims), recurrent state in fp32 unless the layer reads mamba_ssm_cache_dtype
+    KDA = "kda"
+    # DeepSeek-V4 compressor state: an fp32 ring of the token group being compressed (a sliding
+    # window of its own block size)
+    COMPRESSOR_STATE = "compressor_state"
 
     @property
     def is_state(self) -> bool:
         return self in (LayerKind.MAMBA1, LayerKind.MAMBA2, LayerKind.GDN,
-                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION)
+                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION, LayerKind.KDA)
 
     @property
     def is_attention(self) -> bool:
@@ -94,6 +103,13 @@ class LayerDescription(Frozen):
     kv_lora_rank: PositiveInt | None = None
     qk_rope_head_dim: NonNegativeInt | None = None
     index_head_dim: int | None = None  # DeepSeek V3.2 sparse indexer: its own K cache per layer
+    # a block size the layer fixes itself (vLLM hard-codes it; --block-size does not apply)
+    block_size: PositiveInt | None = None
+    tokens_per_state: PositiveInt | None = None  # compressed KV: one state per N tokens
+    model_version: str | None = None  # vLLM MLAAttentionSpec.model_version (e.g. deepseek_v4)
+    # a storage dtype the layer fixes itself (indexer caches), whatever --kv-cache-dtype says
+    fixed_dtype: str | None = None
+    backend: str | None = None  # an attention backend the model code picks itself (vLLM's name)
     mamba1: Mamba1Dims | None = None
     mamba2: Mamba2Dims | None = None
     gdn: GdnDims | None = None
@@ -143,6 +159,8 @@ class ModelDescription(Frozen):
     max_length_fields: tuple[tuple[str, int], ...] = ()
     rope_scaling: tuple[RopeScaling, ...] = ()
     use_mla: bool = False
+    # vLLM: use_sparse — DeepSeek sparse attention (DSA): MLA layers take the sparse MLA backends
+    sparse_mla: bool = False
     is_encoder_decoder: bool = False
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
     # Draft heads only:

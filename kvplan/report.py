@@ -45,6 +45,9 @@ SHORT_KIND = {"full_attention": "full", "sliding_window": "swa", "mla_attention"
               "sliding_window_mla": "swa-mla", "chunked_local_attention": "chunked",
               "cross_attention": "cross", "encoder_only_attention": "encoder",
               "sink_full_attention": "sink", "mamba": "mamba"}
+# vLLM gives these spec classes no kind of their own (KVCacheSpecKind.UNKNOWN)
+SHORT_SPEC_TYPE = {"CircularBufferSpec": "ring", "HiSparseHotSpec": "hs-hot",
+                   "HiSparseResidentSpec": "hs-resident"}
 
 
 def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
@@ -122,7 +125,8 @@ def _render_main(plan: Plan, console: Console) -> None:
     for ids, g, count in _collapse(plan):
         page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
                 else f"{_kib(g.natural_page_size_bytes)}→{_kib(g.page_size_bytes)}")
-        kind = SHORT_KIND.get(g.kind, g.kind) + (
+        kind = SHORT_SPEC_TYPE.get(g.spec_type) or SHORT_KIND.get(g.kind, g.kind)
+        kind = kind + (
             "·draft" if g.is_draft else f"+{g.draft_layers}d" if g.draft_layers else "")
         pad_style = "red" if g.padding_pct >= 50 else ""
         per_group = f" ×{count}" if count > 1 else ""
@@ -156,14 +160,16 @@ def _render_main(plan: Plan, console: Console) -> None:
                           f"{plan.total_max_concurrency:.2f}x max-length requests in total")
     else:
         short_by = plan.margin_bytes
-        short = f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)" if short_by is not None else ""
+        short = (f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)"
+                 if short_by is not None and short_by < 0 else "")
         console.print(Text("DOES NOT FIT", style="bold red"), short)
         if plan.estimated_max_model_len:
             console.print(f"largest max_model_len that fits: "
                           f"{_workers(plan.estimated_max_model_len, lambda v: f'{v:,}')}")
-        if plan.error_message:
-            console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
-                          f"{escape(plan.error_message)}", soft_wrap=True)
+        if plan.error_message or plan.error_type:  # some vLLM errors carry no message
+            console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}"
+                          + (f": {escape(plan.error_message)}" if plan.error_message else ""),
+                          soft_wrap=True)
 
 
 def render_explanation(plan: Plan, console: Console) -> None:

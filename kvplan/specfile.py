@@ -17,17 +17,24 @@ from kvplan.errors import InputError
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     EncoderOnlyAttentionSpec,
     FullAttentionSpec,
+    HiddenStateCacheSpec,
+    HiSparseHotSpec,
+    HiSparseResidentSpec,
+    KpoolTailSpec,
     KVCacheSpec,
     MambaSpec,
     MambaType,
     MLAAttentionSpec,
     MultipleOf,
+    RSWASpec,
     SinkFullAttentionSpec,
     SlidingWindowMLASpec,
     SlidingWindowSpec,
+    SparseCacheRole,
 )
 from kvplan.state_shapes import gdn_state_dtypes, gdn_state_shapes
 from kvplan.units import (
@@ -46,7 +53,12 @@ KIND_ALIASES = {
     "mamba": "mamba", "gdn": "mamba", "cross_attention": "cross_attention",
     "encoder_only": "encoder_only", "encoder_only_attention": "encoder_only",
     "sink_full_attention": "sink_full_attention",
+    "rswa": "rswa", "circular_buffer": "circular_buffer", "kpool_tail": "kpool_tail",
+    "hidden_state": "hidden_state", "hisparse_hot": "hisparse_hot",
+    "hisparse_resident": "hisparse_resident", "indexer": "indexer",
 }
+# vLLM DeepseekV32IndexerCache: fp8 values + one fp32 scale per 128 elements, as uint8 bytes
+INDEXER_QUANT_BLOCK = 128
 CASE_KEYS = frozenset("""
     name notes max_model_len auto_fit_max_model_len max_num_batched_tokens max_num_seqs
     async_scheduling use_v2_model_runner enable_chunked_prefill available_kv_memory_bytes
@@ -65,6 +77,8 @@ LAYER_KEYS = frozenset("""
     state_content_bytes tokens_per_state max_tp_shards dcp_sharded block_stride_alignment
     is_draft shapes dtypes mamba_type gdn mamba_cache_mode num_speculative_blocks
     num_prefill_checkpoint_blocks prefill_checkpoint_alignment tp_replicated state_alignment
+    rswa_window cache_role topk_buffer_width is_index_group_leader non_causal_multi_token_decode
+    storage_block_size bounded_replay page_size blocks_per_request index_head_dim
 """.split())
 SHORTHAND_KEYS = frozenset({"template", "repeat", "start", "pattern", "layer_suffix"})
 GDN_KEYS = frozenset("""
@@ -210,6 +224,19 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
         common["block_stride_alignment"] = _alignment(layer["block_stride_alignment"], where)
     if kind == "mamba":
         return _build_mamba(layer, case, model_dtype, common, where)
+    if kind in ("hisparse_hot", "hisparse_resident"):
+        page = _int(layer, "page_size", where, minimum=1)
+        if kind == "hisparse_hot":
+            return HiSparseHotSpec(page_size=page, hot_blocks_per_request=_int(
+                layer, "blocks_per_request", where, minimum=1), **common), None
+        return HiSparseResidentSpec(page_size=page, **common), None
+    if kind == "indexer":
+        # vLLM: DeepseekV32IndexerCache.get_kv_cache_spec — one uint8 row per token:
+        # index_head_dim fp8 values + 4 bytes (an fp32 scale) per 128 of them
+        dim = _int(layer, "index_head_dim", where, minimum=1)
+        layer = {"num_kv_heads": 1, **layer, "dtype": "uint8", "backend": "none",
+                 "cache_role": "indexer", "head_size": dim + dim // INDEXER_QUANT_BLOCK * 4}
+        kind = "mla"
 
     dtype_name = layer.get("dtype") or "auto"
     try:
@@ -230,15 +257,19 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
         attn["tokens_per_state"] = Fraction(tps) if isinstance(tps, str) else int(tps)
 
     spec: AttentionSpec
-    if kind in ("mla", "sliding_window_mla"):
+    if kind in ("mla", "sliding_window_mla", "hidden_state"):
         head = layer.get("head_size")
+        if kind == "hidden_state":  # ExtractHiddenStatesAttention: heads and head size given
+            head = _int(layer, "head_size", where, minimum=1)
+            _int(layer, "num_kv_heads", where, minimum=1)
         if head is None:
             head = (_int(layer, "kv_lora_rank", where, minimum=1)
                     + _int(layer, "qk_rope_head_dim", where))
         attn.update(num_kv_heads=_int(layer, "num_kv_heads", where, 1, 1), head_size=int(head),
                     cache_dtype_str=cache_dtype)
-        attn.setdefault("max_tp_shards", 1)  # vLLM: MLAAttention.get_kv_cache_spec
-        if "state_content_bytes" not in attn:
+        if kind != "hidden_state":
+            attn.setdefault("max_tp_shards", 1)  # vLLM: MLAAttention.get_kv_cache_spec
+        if "state_content_bytes" not in attn and kind != "hidden_state":
             # vLLM: MLAAttention.get_kv_cache_spec — opaque per-token blobs
             blob = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}.get(cache_dtype)
             if blob is not None:
@@ -247,11 +278,30 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
             attn["alignment"] = _int(layer, "alignment", where, minimum=1)
         if layer.get("model_version") is not None:
             attn["model_version"] = str(layer["model_version"])
-        if kind == "mla":
-            spec = MLAAttentionSpec(**attn)
-        else:
+        for key in ("non_causal_multi_token_decode", "bounded_replay" if kind ==
+                    "sliding_window_mla" else "is_index_group_leader"):
+            if layer.get(key) is not None:
+                attn[key] = _bool(layer, key, False)
+        if layer.get("cache_role") == "indexer" and layer.get("index_head_dim") is not None:
+            attn["cache_dtype_str"] = None  # DeepseekV32IndexerCache passes none
+        if kind == "sliding_window_mla":
             spec = SlidingWindowMLASpec(sliding_window=_int(layer, "sliding_window", where,
                                                             minimum=1), **attn)
+        else:
+            for key in ("topk_buffer_width", "storage_block_size"):
+                if layer.get(key) is not None:
+                    attn[key] = _int(layer, key, where, minimum=1)
+            if layer.get("cache_role") is not None:
+                try:
+                    attn["cache_role"] = SparseCacheRole(str(layer["cache_role"]).lower())
+                except ValueError:
+                    raise InputError(f"{where}: unknown cache_role {layer['cache_role']!r}",
+                                     hint="sparse or indexer") from None
+            if kind == "hidden_state":
+                attn.pop("cache_dtype_str")  # vLLM: extract_hidden_states builds it without
+                spec = HiddenStateCacheSpec(**attn)
+            else:
+                spec = MLAAttentionSpec(**attn)
         return _maybe_customize(spec, layer, where), None
 
     attn.update(num_kv_heads=_int(layer, "num_kv_heads", where, minimum=1),
@@ -263,6 +313,16 @@ def build_spec(layer: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[KVCac
                                  attention_chunk_size=layer.get("attention_chunk_size"), **attn)
     elif kind == "sink_full_attention":
         spec = SinkFullAttentionSpec(sink_len=layer.get("sink_len"), **attn)
+    elif kind == "rswa":
+        spec = RSWASpec(rswa_window=_int(layer, "rswa_window", where, minimum=1),
+                        sliding_window=layer.get("sliding_window"),
+                        attention_chunk_size=layer.get("attention_chunk_size"), **attn)
+    elif kind == "circular_buffer":
+        spec = CircularBufferSpec(**attn)
+    elif kind == "kpool_tail":
+        spec = KpoolTailSpec(sliding_window=_int(layer, "sliding_window", where, minimum=1),
+                             extra_retained_tokens=_int(layer, "extra_retained_tokens", where, 0),
+                             **attn)
     elif kind == "sliding_window":
         spec = SlidingWindowSpec(sliding_window=_int(layer, "sliding_window", where, minimum=1),
                                  extra_retained_tokens=_int(layer, "extra_retained_tokens",
@@ -290,7 +350,7 @@ def _maybe_customize(spec: AttentionSpec, layer: Mapping[str, Any], where: str) 
         if backend == "flashinfer" or (backend == "auto" and spec.kv_quant_mode.is_nvfp4):
             return spec if is_mla else customize_spec(Backend.FLASHINFER, spec)
         if backend == "mla" or (backend == "auto" and spec.kv_quant_mode.is_per_token_head
-                                and is_mla):
+                                and is_mla and not isinstance(spec, HiddenStateCacheSpec)):
             return customize_spec(Backend.TRITON_MLA, spec)
     except ValueError as exc:
         raise InputError(f"{where}: {exc}") from None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from fractions import Fraction
 from math import gcd, prod
+from typing import ClassVar
 
 from kvplan.units import KVQuantMode, cdiv, dtype_size_bytes, round_up
 
@@ -35,6 +36,21 @@ class SpecKind(StrEnum):
     ENCODER_ONLY_ATTENTION = "encoder_only_attention"
     CROSS_ATTENTION = "cross_attention"
     UNKNOWN = "unknown"
+
+
+class SparseCacheRole(StrEnum):
+    """vLLM: kv_cache_interface.SparseCacheRole — an MLA cache is the sparse latent or the indexer."""
+
+    SPARSE = "sparse"
+    INDEXER = "indexer"
+
+
+class KVCacheGroupRole(StrEnum):
+    """vLLM: kv_cache_interface.KVCacheGroupRole (only HiSparse's layout sets a non-default role)."""
+
+    DEFAULT = "default"
+    HISPARSE_SOURCE = "hisparse_source"
+    HISPARSE_INDEXER = "hisparse_indexer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +80,30 @@ class KVCacheSpec:
     @property
     def spec_type(self) -> str:
         return type(self).__name__
+
+    # vLLM's KVCacheSpec properties, constant per class: prefix_cacheable (the group takes part
+    # in prefix caching), block_table_token_alignment (None: none), has_layer_views (False: raw
+    # storage, left out of the layout choice), uses_slot_mapping (False: self-addressed pages)
+    PREFIX_CACHEABLE: ClassVar[bool] = True
+    BLOCK_TABLE_TOKEN_ALIGNMENT: ClassVar[int | None] = 128
+    HAS_LAYER_VIEWS: ClassVar[bool] = True
+    USES_SLOT_MAPPING: ClassVar[bool] = True
+
+    @property
+    def prefix_cacheable(self) -> bool:
+        return self.PREFIX_CACHEABLE
+
+    @property
+    def block_table_token_alignment(self) -> int | None:
+        return self.BLOCK_TABLE_TOKEN_ALIGNMENT
+
+    @property
+    def has_layer_views(self) -> bool:
+        return self.HAS_LAYER_VIEWS
+
+    @property
+    def uses_slot_mapping(self) -> bool:
+        return self.USES_SLOT_MAPPING
 
     def get_block_stride_alignment(self) -> int:
         """vLLM: KVCacheSpec.get_block_stride_alignment."""
@@ -176,15 +216,43 @@ def _apply_alignment_padding(spec: MLAAttentionSpec | SlidingWindowMLASpec) -> N
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MLAAttentionSpec(FullAttentionSpec):
-    """vLLM: MLAAttentionSpec — one latent vector per token, no V."""
+    """vLLM: MLAAttentionSpec — one latent vector per token, no V.
+
+    `cache_role` INDEXER marks a sparse-attention indexer's K cache (DeepSeek-V3.2, GLM-5);
+    `topk_buffer_width` exists from 0.33, `storage_block_size` only in 0.31 (profiles.py).
+    """
 
     cache_dtype_str: str | None = None
+    topk_buffer_width: int | None = None
     alignment: int | None = None
     model_version: str | None = None
+    cache_role: SparseCacheRole = SparseCacheRole.SPARSE
+    is_index_group_leader: bool = False
+    non_causal_multi_token_decode: bool = False
+    storage_block_size: int | None = None
     head_size_v: int | None = 0
 
     def __post_init__(self) -> None:
         _apply_alignment_padding(self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HiddenStateCacheSpec(MLAAttentionSpec):
+    """vLLM: HiddenStateCacheSpec — hidden states kept for extract_hidden_states; grouped apart
+    (kv_cache_planning.get_kv_cache_groups), its block fitted to the common page."""
+
+    @property
+    def bytes_per_token_unpacked(self) -> int:
+        # vLLM: get_kv_cache_groups / _ensure_min_page_size — heads × head × dtype size
+        return self.num_kv_heads * self.head_size * dtype_size_bytes(self.dtype)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RSWASpec(FullAttentionSpec):
+    """vLLM: RSWASpec — reference sliding window: sized like full attention (RSWAManager frees
+    gap blocks at run time only), grouped with full attention (uniform base FullAttentionSpec)."""
+
+    rswa_window: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -219,10 +287,85 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
     cache_dtype_str: str | None = None
     alignment: int | None = None
     model_version: str | None = None
+    bounded_replay: bool = False
+    non_causal_multi_token_decode: bool = False
     head_size_v: int | None = 0
 
     def __post_init__(self) -> None:
         _apply_alignment_padding(self)
+
+    @property
+    def prefix_cacheable(self) -> bool:
+        return not self.bounded_replay  # vLLM: SlidingWindowMLASpec.prefix_cacheable
+
+
+class _OneBlockPerRequest:
+    """A self-addressed ring: one block per request, not prefix-cacheable, no slot mapping."""
+
+    __slots__ = ()
+    PREFIX_CACHEABLE = False
+    USES_SLOT_MAPPING = False
+
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        return 1
+
+    def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
+        return 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KpoolTailSpec(_OneBlockPerRequest, SlidingWindowSpec):
+    """vLLM 0.31 only: KpoolTailSpec — one-block circular scratch of a kpool indexer's raw tail
+    (max_admission_blocks_per_request = 1)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CircularBufferSpec(_OneBlockPerRequest, AttentionSpec):
+    """vLLM: CircularBufferSpec — one ring block per request (block_size = ring capacity) for the
+    raw keys of the token group still being compressed (max_memory_usage_bytes = one page)."""
+
+    BLOCK_TABLE_TOKEN_ALIGNMENT = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _HiSparseSpec(KVCacheSpec):
+    """HiSparse's raw pages: a `page_size` field, no per-layer views, not prefix-cacheable."""
+
+    page_size: int
+    PREFIX_CACHEABLE = False
+    HAS_LAYER_VIEWS = False
+
+    @property
+    def page_size_bytes(self) -> int:
+        return self.page_size
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HiSparseHotSpec(_HiSparseSpec):
+    """vLLM: HiSparseHotSpec — a fixed number of ephemeral hot-cache pages per request.
+
+    vLLM's field `blocks_per_request` is `hot_blocks_per_request` here (kvplan's
+    `blocks_per_request` is the demand method every spec has).
+    """
+
+    hot_blocks_per_request: int
+    USES_SLOT_MAPPING = False
+    BLOCK_TABLE_TOKEN_ALIGNMENT = None
+
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        return self.hot_blocks_per_request  # vLLM: HiSparseHotSpec.max_memory_usage_bytes
+
+    def max_num_blocks_per_req(self, s: DemandSettings, max_len: int) -> int:
+        return self.hot_blocks_per_request
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HiSparseResidentSpec(_HiSparseSpec):
+    """vLLM: HiSparseResidentSpec — reclaimable GPU pages of host-backed HiSparse KV."""
+
+    def blocks_per_request(self, s: DemandSettings) -> int:
+        # vLLM: HiSparseResidentSpec.max_admission_blocks_per_request
+        return cdiv(min(s.max_in_flight_tokens, s.max_model_len), self.block_size)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -337,6 +480,18 @@ class UniformTypeKVCacheSpecs(KVCacheSpec):
         return self.kv_cache_specs[0][1]
 
     @property
+    def prefix_cacheable(self) -> bool:
+        return all(spec.prefix_cacheable for _, spec in self.kv_cache_specs)
+
+    @property
+    def block_table_token_alignment(self) -> int | None:
+        return self.first_spec.block_table_token_alignment
+
+    @property
+    def uses_slot_mapping(self) -> bool:
+        return self.first_spec.uses_slot_mapping
+
+    @property
     def page_size_bytes(self) -> int:
         return sum(spec.page_size_bytes for _, spec in self.kv_cache_specs)
 
@@ -371,6 +526,8 @@ def spec_kind(spec: KVCacheSpec) -> SpecKind:
     return SpecKind.UNKNOWN
 
 
+# HiddenStateCacheSpec → MLA_ATTENTION, RSWASpec → FULL_ATTENTION, KpoolTailSpec → SLIDING_WINDOW
+# by inheritance; CircularBufferSpec and the HiSparse specs have no kind of their own (UNKNOWN).
 _KIND_ORDER: tuple[tuple[type, SpecKind], ...] = (
     (SlidingWindowMLASpec, SpecKind.SLIDING_WINDOW_MLA),
     (MLAAttentionSpec, SpecKind.MLA_ATTENTION),
@@ -386,7 +543,11 @@ _KIND_ORDER: tuple[tuple[type, SpecKind], ...] = (
 # vLLM: single_type_kv_cache_manager.register_all_kvcache_specs (uniform_type_base_spec).
 _UNIFORM_BASES: tuple[tuple[type, type], ...] = (
     (SlidingWindowMLASpec, SlidingWindowMLASpec),
-    (FullAttentionSpec, FullAttentionSpec),  # Full, MLA, Sink
+    (KpoolTailSpec, KpoolTailSpec),
+    (FullAttentionSpec, FullAttentionSpec),  # Full, MLA, Sink, RSWA, HiddenState
+    (CircularBufferSpec, CircularBufferSpec),
+    (HiSparseHotSpec, HiSparseHotSpec),
+    (HiSparseResidentSpec, HiSparseResidentSpec),
     (SlidingWindowSpec, SlidingWindowSpec),
     (MambaSpec, MambaSpec),
     (ChunkedLocalAttentionSpec, ChunkedLocalAttentionSpec),
@@ -409,7 +570,10 @@ def is_uniform_with_collection(first: KVCacheSpec, specs: list[KVCacheSpec]) -> 
                    and s.attention_chunk_size == first.attention_chunk_size for s in specs)
     if isinstance(first, SlidingWindowMLASpec):
         return all(isinstance(s, SlidingWindowMLASpec)
-                   and s.sliding_window == first.sliding_window for s in specs)
+                   and s.sliding_window == first.sliding_window
+                   and s.bounded_replay == first.bounded_replay for s in specs)
+    if isinstance(first, KpoolTailSpec | CircularBufferSpec):
+        return all(isinstance(s, type(first)) for s in specs)
     if isinstance(first, SlidingWindowSpec):
         return all(isinstance(s, SlidingWindowSpec)
                    and s.sliding_window == first.sliding_window for s in specs)

@@ -20,7 +20,9 @@ from functools import partial
 from typing import Any
 
 from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config import deepseek_v4 as deepseek_v4
 from kvplan.config import drafts as _drafts
+from kvplan.config import kimi as kimi
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
 from kvplan.config.chatglm import describe_chatglm
 from kvplan.config.drafts import is_draft_architecture, mtp_draft
@@ -66,6 +68,7 @@ _BY_ARCH: dict[str, _Adapter] = {
     "DeepseekV2ForCausalLM": deepseek.describe_deepseek,
     "DeepseekV3ForCausalLM": deepseek.describe_deepseek,
     "DeepseekV32ForCausalLM": deepseek.describe_deepseek,
+    "GlmMoeDsaForCausalLM": deepseek.describe_deepseek,
     "Gemma2ForCausalLM": _GEMMA2,
     "Gemma3ForCausalLM": _GEMMA3,
     "Gemma3ForConditionalGeneration": _GEMMA3,
@@ -94,6 +97,16 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiniCPM3ForCausalLM": describe_minicpm3,
     "DeciLMForCausalLM": describe_nemotron_nas,
     "DeepseekVLV2ForCausalLM": deepseek.describe_deepseek,
+    "KimiLinearForCausalLM": kimi.describe_kimi_linear,
+    "KimiK3ForConditionalGeneration": kimi.describe_kimi_linear,
+    "KimiK31ForConditionalGeneration": kimi.describe_kimi_linear,  # vLLM 0.34 only
+    "DeepseekV4ForCausalLM": deepseek_v4.describe_deepseek_v4,
+    "DeepseekV4ForConditionalGeneration": deepseek_v4.describe_deepseek_v4,
+    "DeepseekV41ForCausalLM": deepseek_v4.describe_deepseek_v41,
+    "MiniMaxM3SparseForCausalLM": minimax.describe_minimax_m3_sparse,
+    "MiniMaxM3SparseForConditionalGeneration": minimax.describe_minimax_m3_sparse,
+    # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
+    "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
 }
 
 # model_type → adapter, for configs without a known architecture
@@ -106,6 +119,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "deepseek": deepseek.describe_deepseek, "deepseek_v2": deepseek.describe_deepseek,
     "deepseek_v3": deepseek.describe_deepseek, "deepseek_v32": deepseek.describe_deepseek,
     "kimi_k2": deepseek.describe_deepseek,
+    "glm_moe_dsa": deepseek.describe_deepseek,
     "gemma2": _GEMMA2, "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
     "gemma4": gemma.describe_gemma4, "gemma4_text": gemma.describe_gemma4,
     "gpt_oss": gpt_oss.describe_gpt_oss,
@@ -122,6 +136,8 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
     "nemotron-nas": describe_nemotron_nas,
     "deepseek_vl_v2": deepseek.describe_deepseek,
+    "kimi_linear": kimi.describe_kimi_linear,
+    "deepseek_v4": deepseek_v4.describe_deepseek_v4,
 }
 
 

@@ -1,4 +1,7 @@
-"""DeepSeek V2/V3/V3.1/V3.2 and Kimi K2: multi-head latent attention (MLA)."""
+"""DeepSeek V2/V3/V3.1/V3.2, GLM-5 (GlmMoeDsa) and Kimi K2: multi-head latent attention (MLA).
+
+V3.2 and GLM-5 add DeepSeek sparse attention (DSA): sparse MLA plus, on the layers that own one,
+a lightning indexer with its own K cache."""
 
 from __future__ import annotations
 
@@ -13,7 +16,22 @@ from kvplan.config._common import (
     text_cfg,
 )
 from kvplan.config.quant import quantization_info
-from kvplan.model import LayerDescription, ModelDescription
+from kvplan.model import LayerDescription, LayerKind, ModelDescription
+
+# vLLM: DeepseekV32Indexer.quant_block_size — one fp32 scale (4 bytes) per 128 fp8 values
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_cache(index: int, prefix: str, index_head_dim: int) -> LayerDescription:
+    """The indexer's K cache, `{prefix}.indexer.k_cache`.
+
+    vLLM: deepseek_v32/attention.py DeepseekV32Indexer (head_dim = index_head_dim +
+    index_head_dim // 128 * 4, dtype uint8) → deepseek_v2.py DeepseekV32IndexerCache.
+    """
+    return LayerDescription(
+        index=index, name=f"{prefix}.indexer.k_cache", kind=LayerKind.MLA_INDEXER,
+        num_kv_heads=1, head_size=index_head_dim + index_head_dim // INDEXER_QUANT_BLOCK * 4,
+        head_size_v=0, index_head_dim=index_head_dim, fixed_dtype="uint8")
 
 
 def skip_topk_layers(cfg: Cfg, n: int) -> set[int]:
@@ -90,15 +108,21 @@ def describe_deepseek(top: Cfg, hf_quant_config: dict | None) -> ModelDescriptio
     index_dim = text.req_int("index_head_dim", "the V3.2 sparse indexer") if is_v32 else None
     skip = skip_topk_layers(text, n) if is_v32 else set()
 
-    def layer(i: int, with_indexer: bool) -> LayerDescription:
-        return mla(i, attn_name(i), kv_lora_rank=rank, qk_rope_head_dim=rope_dim,
+    def layer(i: int, with_indexer: bool) -> list[LayerDescription]:
+        attn = mla(i, attn_name(i), kv_lora_rank=rank, qk_rope_head_dim=rope_dim,
                    index_head_dim=index_dim if with_indexer else None)
+        if index_dim is None or not with_indexer:
+            return [attn]
+        # vLLM: DeepseekV32Attention builds (and registers) its indexer before MLAAttention
+        return [indexer_cache(i, attn_name(i, module="self_attn"), index_dim), attn]
 
-    layers = [layer(i, i not in skip) for i in range(n)]
+    layers = [d for i in range(n) for d in layer(i, i not in skip)]
     n_mtp = text.get_int("num_nextn_predict_layers", 0, minimum=0)
     assert n_mtp is not None
     # MTP layers always build a full indexer (vLLM: deepseek_v32 attention.py is_mtp_layer)
-    mtp = [layer(n + k, True) for k in range(n_mtp)]
-    return finish(top, text, family="deepseek_v32" if is_v32 else "deepseek_v3", layers=layers,
+    mtp = [d for k in range(n_mtp) for d in layer(n + k, True)]
+    desc = finish(top, text, family="deepseek_v32" if is_v32 else "deepseek_v3", layers=layers,
                   quantization=quant, num_nextn_predict_layers=n_mtp, mtp_layers=mtp,
                   use_mla=True)
+    # vLLM: deepseek_v2.py / deepseek_v32 — use_sparse = hasattr(config, "index_topk")
+    return desc.model_copy(update={"sparse_mla": True}) if is_v32 else desc

@@ -18,12 +18,13 @@ from kvplan.config._common import (
     num_layers_of,
     positive_window,
 )
+from kvplan.config.deepseek_v4 import DSV4, dsv4_layer_caches
 from kvplan.config.llama import llama_layers
 from kvplan.config.quant import quantization_info
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.model import LayerDescription, ModelDescription
 
-DRAFT_METHODS = ("dflash", "eagle", "eagle3")
+DRAFT_METHODS = ("dflash", "eagle", "eagle3", "dspark")
 
 # model_types whose transformers config class nulls sliding_window unless use_sliding_window and
 # derives layer_types from max_window_layers (Qwen2Config / Qwen3Config.__post_init__).
@@ -38,6 +39,8 @@ def is_draft_architecture(archs: tuple[str, ...]) -> bool:
 
 def detect_method(cfg: Cfg) -> str | None:
     archs = architectures(cfg)
+    if any("DSpark" in a for a in archs):
+        return "dspark"
     if cfg.has("dflash_config") or any("DFlash" in a for a in archs):
         return "dflash"
     if any(a.startswith("Eagle3") or a.endswith("Eagle3") for a in archs):
@@ -148,6 +151,33 @@ def dflash_layers(cfg: Cfg, first: int, target_window: int | None) -> list[Layer
 
 # --- public ---------------------------------------------------------------------------------
 
+def dspark_layers(cfg: Cfg, archs: tuple[str, ...], first: int
+                  ) -> tuple[list[LayerDescription], int]:
+    """A DeepSeek-V4 DSpark draft (DSparkDraftModel): n_mtp_layers (default 3)
+    DeepseekV4DecoderLayers at model.layers.{num_hidden_layers + i}, numbered after the draft
+    config's own num_hidden_layers; a layer id past num_hidden_layers has compress ratio 1, so
+    each keeps its SWA cache only.
+
+    vLLM: models/deepseek_v4/nvidia/dspark.py DSparkDeepseekV4Model (L89–146),
+    get_draft_kv_cache_layer_names (L393) = each layer's swa_cache; deepseek_v4/attention.py
+    L236–243 (ratio 1 past num_hidden_layers).
+    """
+    if "DSparkDraftModel" not in archs:
+        raise UnsupportedError(
+            f"{cfg.source}: only DeepSeek-V4's DSpark draft (DSparkDraftModel) is modelled; "
+            f"got {', '.join(archs) or 'no architectures'}", hint=SPECS_HINT)
+    n = cfg.get_int("num_hidden_layers", None) or first
+    count = cfg.get_int("n_mtp_layers", None) or 3
+    head_dim = cfg.int_default("head_dim", 512)
+    window = cfg.int_default("sliding_window", 128)
+    index_dim = cfg.int_default("index_head_dim", 128)
+    layers = [d for i in range(count)
+              for d in dsv4_layer_caches(n + i, f"model.layers.{n + i}.attn", ratio=1,
+                                         head_dim=head_dim, window=window,
+                                         index_head_dim=index_dim)]
+    return layers, n
+
+
 def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None = None,
                    target: ModelDescription | None = None,
                    hf_quant_config: Mapping[str, Any] | None = None) -> ModelDescription:
@@ -183,7 +213,10 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     if cfg.get("model_type") == "qwen3" and not cfg.has("head_dim"):
         cfg.warn("qwen3 draft without head_dim: used Qwen3Config's default 128")
         cfg = Cfg({**cfg.data, "head_dim": 128}, cfg.source, cfg.path, cfg.warnings)
-    if method == "dflash":
+    if method == "dspark":
+        layers, first = dspark_layers(cfg, archs, first)
+        family = DSV4
+    elif method == "dflash":
         layers = dflash_layers(cfg, first, target_window)
         family = "dflash2" if any("DFlash2" in a for a in archs) else "dflash"
     else:

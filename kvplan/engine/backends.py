@@ -22,6 +22,17 @@ class Backend(StrEnum):
     TRITON_MLA = "TRITON_MLA"
     FLASH_ATTN_MLA = "FLASH_ATTN_MLA"
     FLASHMLA_SPARSE = "FLASHMLA_SPARSE"
+    FLASH_ATTN_MLA_SPARSE = "FLASH_ATTN_MLA_SPARSE"
+    FLASHINFER_MLA_SPARSE = "FLASHINFER_MLA_SPARSE"
+    DEEPSEEK_V32_INDEXER = "DEEPSEEK_V32_INDEXER"  # the DSA indexer's K cache
+    # DeepSeek-V4 (FlashMLA path): compressed MLA, SWA cache, indexer, compressor state rings
+    FLASHMLA_SPARSE_DSV4 = "FLASHMLA_SPARSE_DSV4"
+    DEEPSEEK_SPARSE_SWA = "DEEPSEEK_SPARSE_SWA"
+    DEEPSEEK_V4_INDEXER = "DEEPSEEK_V4_INDEXER"
+    DEEPSEEK_V4_COMPRESSOR = "DEEPSEEK_V4_COMPRESSOR"
+    # MiniMax-M3 block-sparse GQA layers and their indexer side cache
+    MINIMAX_M3_SPARSE = "MINIMAX_M3_SPARSE"
+    MINIMAX_M3_INDEXER = "MINIMAX_M3_INDEXER"
 
     @property
     def is_mla(self) -> bool:
@@ -41,6 +52,20 @@ def kernel_block_sizes(backend: Backend, *, sm: int | None = None, gqa_ratio: in
         return (128,)
     if backend is Backend.FLASHINFER_MLA:
         return (32, 64)
+    if backend is Backend.FLASH_ATTN_MLA_SPARSE:
+        return (MultipleOf(64),)  # 0.31: [64] — the same blocks next to the indexer's [64]
+    if backend is Backend.FLASHINFER_MLA_SPARSE:
+        return (MultipleOf(32),)
+    if backend is Backend.DEEPSEEK_V32_INDEXER:
+        return (64,)  # vLLM: DeepseekV32IndexerBackend (CUDA)
+    if backend in (Backend.FLASHMLA_SPARSE_DSV4, Backend.DEEPSEEK_V4_INDEXER):
+        return (256,)  # vLLM: DeepseekV4FlashMLABackend, DeepseekV4IndexerBackend
+    if backend in (Backend.MINIMAX_M3_SPARSE, Backend.MINIMAX_M3_INDEXER):
+        return (128,)  # vLLM: minimax_m3 common/sparse_attention.py, common/indexer.py
+    if backend is Backend.DEEPSEEK_SPARSE_SWA:
+        return (MultipleOf(32),)  # vLLM: DeepseekSparseSWABackend
+    if backend is Backend.DEEPSEEK_V4_COMPRESSOR:
+        return (MultipleOf(1),)  # vLLM: deepseek_v4/compressor.py CompressorBackend
     return (MultipleOf(16),)
 
 

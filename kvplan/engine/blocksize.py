@@ -65,6 +65,30 @@ def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal:
     return Backend.FLASH_ATTN
 
 
+def select_sparse_mla_backend(*, kv_cache_dtype: str, sm: int | None,
+                              override: str | None = None) -> Backend:
+    """vLLM: platforms/cuda.py _get_backend_priorities, the sparse MLA tail (DSA models): the
+    first sparse backend that takes the KV dtype (0.31–0.34 alike).
+
+    SM10x: quantized KV → FlashInfer sparse (plain fp8 rows), bf16 / the ds_mla blobs → FlashMLA
+    sparse; elsewhere bf16 → FlashAttention sparse, quantized → FlashMLA sparse (which serves
+    any fp8 dtype as fp8_ds_mla, mla_attention._canonicalize_sparse_mla_kv_cache_dtype).
+    """
+    if override:
+        return select_backend(kv_cache_dtype=kv_cache_dtype, is_mla=True, sm=sm,
+                              override=override)
+    mode = kv_quant_mode(kv_cache_dtype)
+    if mode.is_per_token_head:
+        raise UnsupportedError(f"no sparse MLA backend takes KV cache dtype {kv_cache_dtype}",
+                               hint="use auto, bfloat16 or fp8")
+    quantized = mode is not KVQuantMode.NONE
+    if sm is not None and 100 <= sm < 110:
+        if quantized and kv_cache_dtype not in ("fp8_ds_mla", "nvfp4_ds_mla"):
+            return Backend.FLASHINFER_MLA_SPARSE
+        return Backend.FLASHMLA_SPARSE
+    return Backend.FLASHMLA_SPARSE if quantized else Backend.FLASH_ATTN_MLA_SPARSE
+
+
 def preferred_block_size(backend_sizes: Sequence[KernelSizes], default: int) -> int:
     """vLLM: Platform._preferred_block_size_for_backends (Phase 1, no --block-size given)."""
     if not backend_sizes:
@@ -175,5 +199,5 @@ def backend_kernel_sizes(backend: Backend, *, sm: int | None, num_q_heads: int |
 
 
 __all__ = ["HybridAlignment", "KVQuantMode", "align_hybrid_block_size", "backend_kernel_sizes",
-           "preferred_block_size", "select_backend", "sliding_window_block_size",
-           "supports_block_size"]
+           "preferred_block_size", "select_backend", "select_sparse_mla_backend",
+           "sliding_window_block_size", "supports_block_size"]

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from math import gcd
 
 from kvplan.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
+    HiddenStateCacheSpec,
+    KpoolTailSpec,
+    KVCacheGroupRole,
     KVCacheSpec,
     MambaSpec,
     MLAAttentionSpec,
+    RSWASpec,
     SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
     is_uniform_with_collection,
 )
-from kvplan.units import cdiv
+from kvplan.units import KVQuantMode, cdiv, dtype_size_bytes
 
 Specs = dict[str, KVCacheSpec]
 
@@ -33,6 +38,7 @@ class KVCacheGroup:
 
     layer_names: tuple[str, ...]
     spec: KVCacheSpec
+    role: KVCacheGroupRole = KVCacheGroupRole.DEFAULT
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +48,7 @@ class GroupingResult:
     specs: dict[str, KVCacheSpec]  # the specs after promotion/unification (what was grouped)
     padding_layers: tuple[tuple[int, float], ...] = ()  # (count, % of bucket) per padded bucket
     promoted_hybrid: bool = False
+    hidden_state_block_sizes: tuple[tuple[str, int], ...] = ()  # (layer, block) as vLLM logs it
 
 
 _ATTENTION_COMPARE_FIELDS = tuple(f.name for f in fields(AttentionSpec) if f.compare)
@@ -70,36 +77,53 @@ def _check_attention_fields(specs: Sequence[KVCacheSpec], merged: KVCacheSpec) -
                 )
 
 
-def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
-    """vLLM: type(specs[0]).merge(specs)."""
+def merge_specs(specs: Sequence[KVCacheSpec], swa_mla_strict: bool = True) -> KVCacheSpec:
+    """vLLM: type(specs[0]).merge(specs).
+
+    `swa_mla_strict`: SlidingWindowMLASpec.merge also requires one kv_quant_mode and one
+    alignment (0.33+); before, the merged spec drops both to their defaults.
+    """
     first = specs[0]
     if isinstance(first, SlidingWindowMLASpec):
         if not all(isinstance(s, SlidingWindowMLASpec) for s in specs):
             raise AssertionError("All attention layers in the same KV cache group must be "
                                  "SlidingWindowMLASpec.")
-        keys = ("cache_dtype_str", "tokens_per_state", "model_version", "sliding_window",
-                "extra_retained_tokens", "block_stride_alignment", "kv_quant_mode", "alignment",
-                "dcp_sharded", "max_tp_shards")
+        keys: tuple[str, ...] = (
+            "cache_dtype_str", "tokens_per_state", "model_version", "sliding_window",
+            "extra_retained_tokens", "bounded_replay", "block_stride_alignment", "dcp_sharded",
+            "max_tp_shards")
+        if swa_mla_strict:
+            keys += ("kv_quant_mode", "alignment")
         if any(len({getattr(s, k) for s in specs}) != 1 for k in keys):
             raise AssertionError(
                 "All attention layers in the same KV cache group must use the same "
                 "quantization method, tokens per state, model version, sliding window size, "
                 "retained token count, replay policy, KV quant mode and alignment.")
-        return first.with_changes(is_draft=False)
+        ncm = any(s.non_causal_multi_token_decode for s in specs
+                  if isinstance(s, SlidingWindowMLASpec))
+        if not swa_mla_strict:  # cls(...) without them: defaults; the page keeps its padding
+            return first.with_changes(is_draft=False, non_causal_multi_token_decode=ncm,
+                                      kv_quant_mode=KVQuantMode.NONE, alignment=None)
+        return first.with_changes(is_draft=False, non_causal_multi_token_decode=ncm)
     if isinstance(first, MLAAttentionSpec):
         if not all(isinstance(s, MLAAttentionSpec) for s in specs):
             raise AssertionError("All attention layers in the same KV cache group must be "
                                  "MLAAttentionSpec.")
-        keys = ("cache_dtype_str", "tokens_per_state", "model_version",  # type: ignore[assignment]
-                "block_stride_alignment")
+        # topk_buffer_width (0.33+) and storage_block_size (0.31) are None where a release
+        # lacks them (refused in planner._validate), so one key list serves every release
+        keys = ("cache_dtype_str", "topk_buffer_width",
+                "tokens_per_state", "model_version", "cache_role", "is_index_group_leader",
+                "storage_block_size", "block_stride_alignment")
         if any(len({getattr(s, k) for s in specs}) != 1 for k in keys):
             raise AssertionError(
                 "All attention layers in the same KV cache group must use the same "
                 "quantization method, top-k buffer width, tokens per state, model version, "
                 "cache role, index-sharing role, and block stride alignment.")
         # MLAAttentionSpec.merge rebuilds cls(...) without windows or alignment
-        merged = first.with_changes(is_draft=False, sliding_window=None,
-                                    attention_chunk_size=None, alignment=None)
+        merged = first.with_changes(
+            is_draft=False, sliding_window=None, attention_chunk_size=None, alignment=None,
+            non_causal=False, non_causal_multi_token_decode=any(
+                s.non_causal_multi_token_decode for s in specs if isinstance(s, MLAAttentionSpec)))
         _check_attention_fields(specs, merged)
         return merged
     if isinstance(first, FullAttentionSpec):  # Full and SinkFull
@@ -116,6 +140,14 @@ def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
         changes: dict[str, object] = dict(
             is_draft=False, sliding_window=sliding_window, attention_chunk_size=chunk,
             non_causal=any(s.non_causal for s in full))
+        if isinstance(first, RSWASpec):  # vLLM: RSWASpec.merge, then FullAttentionSpec.merge
+            if not all(isinstance(s, RSWASpec) for s in specs):
+                raise AssertionError("All attention layers in the same KV cache group must be "
+                                     "RSWASpec.")
+            windows_rswa = {s.rswa_window for s in specs if isinstance(s, RSWASpec)}
+            if len(windows_rswa) != 1:
+                raise AssertionError("All R-SWA layers must share the same rswa_window, got "
+                                     f"{windows_rswa}")
         merged = first.with_changes(**changes)
         _check_attention_fields(specs, merged)
         if sliding_window is not None and chunk is not None:
@@ -130,12 +162,12 @@ def merge_specs(specs: Sequence[KVCacheSpec]) -> KVCacheSpec:
 
 # ---- the decision tree ---------------------------------------------------------------------
 
-def is_kv_cache_spec_uniform(specs: Specs) -> bool:
+def is_kv_cache_spec_uniform(specs: Specs, strict: bool = True) -> bool:
     """vLLM: is_kv_cache_spec_uniform (catches AssertionError only)."""
     if not specs:
         return True
     try:
-        merge_specs(list(specs.values()))
+        merge_specs(list(specs.values()), strict)
     except AssertionError:
         return False
     return True
@@ -229,7 +261,8 @@ def unify_page_size_fixed(specs: Specs) -> Specs:
     return out
 
 
-def group_uniform_page_size(specs: Specs) -> tuple[list[KVCacheGroup], list[tuple[int, float]]]:
+def group_uniform_page_size(specs: Specs, strict: bool = True
+                            ) -> tuple[list[KVCacheGroup], list[tuple[int, float]]]:
     """vLLM: _get_kv_cache_groups_uniform_page_size (buckets, group_size, layers[i::n])."""
     same_type: dict[KVCacheSpec, list[str]] = {}
     for name, spec in specs.items():
@@ -239,7 +272,7 @@ def group_uniform_page_size(specs: Specs) -> tuple[list[KVCacheGroup], list[tupl
     for spec, names in same_type.items():
         for bucket_names, bucket_specs in zip(layer_buckets, spec_buckets, strict=True):
             try:
-                merge_specs([*bucket_specs, spec])
+                merge_specs([*bucket_specs, spec], strict)
             except (AssertionError, ValueError):
                 continue
             bucket_names.extend(names)
@@ -260,12 +293,12 @@ def group_uniform_page_size(specs: Specs) -> tuple[list[KVCacheGroup], list[tupl
         num_groups = cdiv(len(layers), group_size)
         for i in range(num_groups):
             grouped.append(layers[i::num_groups])
-    return [_make_group(specs, names) for names in grouped], padding
+    return [_make_group(specs, names, strict) for names in grouped], padding
 
 
-def _make_group(specs: Specs, names: Sequence[str]) -> KVCacheGroup:
+def _make_group(specs: Specs, names: Sequence[str], strict: bool = True) -> KVCacheGroup:
     # vLLM: create_kv_cache_group_specs — the group's spec is specs[0].merge(specs)
-    return KVCacheGroup(tuple(names), merge_specs([specs[n] for n in names]))
+    return KVCacheGroup(tuple(names), merge_specs([specs[n] for n in names], strict))
 
 
 _PROMOTIONS: tuple[tuple[type, type], ...] = (
@@ -284,10 +317,10 @@ def _replace_as(spec: KVCacheSpec, target: type, **changes: object) -> KVCacheSp
     return target(**kwargs)  # type: ignore[no-any-return]
 
 
-def promote_local_specs(specs: Specs) -> Specs:
+def promote_local_specs(specs: Specs, strict: bool = True) -> Specs:
     """vLLM: _promote_local_kv_cache_specs — local attention allocated as full attention."""
     promoted = dict(specs)
-    if is_kv_cache_spec_uniform(promoted) or uniform_type_specs(promoted) is not None:
+    if is_kv_cache_spec_uniform(promoted, strict) or uniform_type_specs(promoted) is not None:
         return promoted
     values = list(promoted.values())
     has_full = any(isinstance(s, FullAttentionSpec) for s in values)
@@ -308,12 +341,13 @@ def promote_local_specs(specs: Specs) -> Specs:
                 padded = max(spec.page_size_padded, unpadded)
             promoted[name] = _replace_as(spec, target, block_size=block_size,
                                          page_size_padded=padded)
-    if not (is_kv_cache_spec_uniform(promoted) or uniform_type_specs(promoted) is not None):
+    if not (is_kv_cache_spec_uniform(promoted, strict)
+            or uniform_type_specs(promoted) is not None):
         raise ValueError("Failed to promote local KV cache specs to one unified type.")
     return promoted
 
 
-def unify_hybrid_specs(specs: Specs) -> tuple[Specs, bool]:
+def unify_hybrid_specs(specs: Specs, strict: bool = True) -> tuple[Specs, bool]:
     """vLLM: unify_hybrid_kv_cache_specs (run separately for replicated / DCP-sharded specs)."""
     parts: dict[bool, Specs] = {}
     for name, spec in specs.items():
@@ -322,23 +356,23 @@ def unify_hybrid_specs(specs: Specs) -> tuple[Specs, bool]:
     out = dict(specs)
     changed = False
     for part in parts.values():
-        promoted = promote_local_specs(part)
+        promoted = promote_local_specs(part, strict)
         if promoted != part:
             out.update(promoted)
             changed = True
     return out, changed
 
 
-def _full_allocation_fallback(specs: Specs) -> list[KVCacheGroup] | None:
+def _full_allocation_fallback(specs: Specs, strict: bool = True) -> list[KVCacheGroup] | None:
     """vLLM: _try_get_full_allocation_fallback_groups (MLA next to a sliding-window layer)."""
     values = list(specs.values())
-    if any(isinstance(s, ChunkedLocalAttentionSpec) for s in values):
+    if any(isinstance(s, HiddenStateCacheSpec | ChunkedLocalAttentionSpec) for s in values):
         return None
     if not (any(isinstance(s, MLAAttentionSpec) for s in values)
             and any(isinstance(s, SlidingWindowSpec) for s in values)):
         return None
     try:
-        promoted = promote_local_specs(specs)
+        promoted = promote_local_specs(specs, strict)
     except ValueError:
         return None
     uniform = uniform_type_specs(promoted)
@@ -348,35 +382,141 @@ def _full_allocation_fallback(specs: Specs) -> list[KVCacheGroup] | None:
 
 
 def get_kv_cache_groups(specs: Specs, *, disable_hybrid_kv_cache_manager: bool = False,
-                        with_fix: bool = False, block_outermost: bool = False) -> GroupingResult:
-    """vLLM: kv_cache_planning.get_kv_cache_groups."""
+                        with_fix: bool = False, block_outermost: bool = False,
+                        swa_mla_strict_merge: bool = True, glm5_next: bool = False
+                        ) -> GroupingResult:
+    """vLLM: kv_cache_planning.get_kv_cache_groups (`glm5_next`: 0.31's GLM-5.3 branch)."""
+    strict = swa_mla_strict_merge
     promoted_hybrid = False
     if disable_hybrid_kv_cache_manager:
-        specs, promoted_hybrid = unify_hybrid_specs(specs)
+        specs, promoted_hybrid = unify_hybrid_specs(specs, strict)
     if not specs:
         return GroupingResult((), "empty", specs)
-    if is_kv_cache_spec_uniform(specs):
-        return GroupingResult((_make_group(specs, list(specs)),), "uniform_spec", specs,
+    if is_kv_cache_spec_uniform(specs, strict):
+        return GroupingResult((_make_group(specs, list(specs), strict),), "uniform_spec", specs,
                               promoted_hybrid=promoted_hybrid)
     uniform = uniform_type_specs(specs)
     if uniform is not None:
         return GroupingResult((KVCacheGroup(tuple(specs), uniform),), "uniform_type", specs,
                               promoted_hybrid=promoted_hybrid)
+    if glm5_next:
+        glm5 = glm5_next_groups(specs, strict)
+        if glm5 is not None:
+            return GroupingResult(tuple(glm5), "glm5_next", specs, promoted_hybrid=promoted_hybrid)
+    # hidden-state layers keep their own block table: grouped apart, then page-aligned
+    hidden = {n: s for n, s in specs.items() if isinstance(s, HiddenStateCacheSpec)}
+    filtered = {n: s for n, s in specs.items() if not isinstance(s, HiddenStateCacheSpec)}
     if block_outermost:
         from kvplan.engine.layout import packed_groups
 
-        packed = packed_groups(specs)
+        packed = packed_groups(filtered)
         if packed:
+            packed += [KVCacheGroup((n,), s) for n, s in hidden.items()]
             return GroupingResult(tuple(packed), "packed", specs, promoted_hybrid=promoted_hybrid)
     unify = unify_page_size_fixed if with_fix else unify_page_size_released
     try:
-        unified = unify(specs)
+        unified = unify(filtered)
     except NotImplementedError:
-        fallback = _full_allocation_fallback(specs)
+        fallback = _full_allocation_fallback(specs, strict)
         if fallback is None:
             raise
         return GroupingResult(tuple(fallback), "full_allocation_fallback", specs,
                               promoted_hybrid=promoted_hybrid)
-    groups, padding = group_uniform_page_size(unified)
+    groups, padding = group_uniform_page_size(unified, strict)
+    hidden_blocks: list[tuple[str, int]] = []
+    if hidden:
+        groups, hidden_blocks = _add_hidden_state_groups(groups, hidden)
+        unified = {**unified, **{g.layer_names[0]: g.spec for g in groups[-len(hidden):]}}
     return GroupingResult(tuple(groups), "uniform_page_size", unified, tuple(padding),
-                          promoted_hybrid)
+                          promoted_hybrid, tuple(hidden_blocks))
+
+
+def _largest_divisor_at_most(value: int, limit: int) -> int:
+    """vLLM: kv_cache_planning._largest_divisor_at_most."""
+    for candidate in range(min(value, limit), 0, -1):
+        if value % candidate == 0:
+            return candidate
+    return 1
+
+
+def _add_hidden_state_groups(groups: list[KVCacheGroup], hidden: dict[str, HiddenStateCacheSpec]
+                             ) -> tuple[list[KVCacheGroup], list[tuple[str, int]]]:
+    """vLLM: get_kv_cache_groups' hidden-state tail + _ensure_min_page_size."""
+    pages = {g.spec.page_size_bytes for g in groups}
+    if len(pages) != 1:
+        raise AssertionError()  # vLLM: get_uniform_page_size's bare assert
+    common_page = pages.pop()
+    max_per_token = max(s.bytes_per_token_unpacked for s in hidden.values())
+    if max_per_token > common_page:  # TP may shrink the common page below one hidden state
+        scale = cdiv(max_per_token, common_page)
+        common_page *= scale
+        scaled = []
+        for g in groups:
+            changes: dict[str, object] = {"block_size": g.spec.block_size * scale}
+            padded = getattr(g.spec, "page_size_padded", None)
+            if isinstance(g.spec, AttentionSpec | MambaSpec) and padded is not None:
+                changes["page_size_padded"] = padded * scale
+            scaled.append(KVCacheGroup(g.layer_names, g.spec.with_changes(**changes), g.role))
+        groups = scaled
+    group_block = 0
+    for g in groups:
+        group_block = gcd(group_block, g.spec.block_size)
+    out = list(groups)
+    blocks = []
+    for name, spec in hidden.items():
+        per_token = spec.num_kv_heads * spec.head_size * dtype_size_bytes(spec.dtype)
+        block = _largest_divisor_at_most(group_block, max(common_page // per_token, 1))
+        out.append(KVCacheGroup((name,), spec.with_changes(block_size=block,
+                                                           page_size_padded=common_page)))
+        blocks.append((name, block))
+    return out, blocks
+
+
+def glm5_next_groups(specs: Specs, strict: bool = True) -> list[KVCacheGroup] | None:
+    """vLLM 0.31: kv_cache_utils._get_kv_cache_groups_glm5_next (one pipeline stage).
+
+    Mamba next to plain MLA layers, some of which hold compressed index pages
+    (tokens_per_state > 1): all MLA in one uniform-type group, the kpool tails padded to the
+    index page in a second, the Mamba states padded to the MLA page and dealt round-robin
+    into cdiv(#mamba, #mla) groups.
+    """
+    mamba = {n: s for n, s in specs.items() if isinstance(s, MambaSpec)}
+    tails = {n: s for n, s in specs.items() if isinstance(s, KpoolTailSpec)}
+    attn = {n: s for n, s in specs.items() if not isinstance(s, MambaSpec | KpoolTailSpec)}
+    if not mamba or not all(type(s) is MLAAttentionSpec for s in attn.values()):
+        return None
+    mla = {n: s for n, s in attn.items() if isinstance(s, MLAAttentionSpec)}
+    idx_pages = {s.page_size_bytes for s in mla.values() if s.tokens_per_state > 1}
+    if not idx_pages:
+        return None
+    if any(s.page_size_padded is not None for s in mla.values()) or len(idx_pages) != 1:
+        raise AssertionError()  # vLLM: bare asserts
+    mla_names = [n for n, s in mla.items() if s.tokens_per_state == 1]
+    mla_pages = {mla[n].page_size_bytes for n in mla_names}
+    if len(mla_pages) != 1:
+        raise AssertionError()
+    mla_page = mla_pages.pop()
+    uniform = uniform_type_specs(attn)
+    if uniform is None:
+        raise AssertionError()
+    groups = [KVCacheGroup(tuple(attn), uniform)]
+    if tails:
+        idx_page = next(iter(idx_pages))
+        tail_uniform = uniform_type_specs({n: s.with_changes(page_size_padded=idx_page)
+                                           for n, s in tails.items()})
+        if tail_uniform is None:
+            raise AssertionError()
+        groups.append(KVCacheGroup(tuple(tails), tail_uniform))
+    first = next(iter(mamba.values()))
+    if any(s != first for s in mamba.values()):
+        raise AssertionError()
+    if first.unpadded_page_size_bytes > mla_page:
+        raise ValueError(
+            f"the mamba state page ({first.unpadded_page_size_bytes} bytes) does not fit the MLA "
+            f"page ({mla_page} bytes); increase tensor parallelism or use a wider KV cache dtype")
+    padded = {n: first.with_changes(page_size_padded=mla_page) for n in mamba}
+    num_groups = cdiv(len(mamba), len(mla_names))
+    dealt: list[list[str]] = [[] for _ in range(num_groups)]
+    for i, name in enumerate(mamba):
+        dealt[i % num_groups].append(name)
+    return groups + [_make_group(padded, names, strict) for names in dealt]

@@ -12,6 +12,7 @@ from kvplan.engine.grouping import KVCacheGroup, uniform_type_specs
 from kvplan.errors import InputError
 from kvplan.specs import (
     AttentionSpec,
+    CircularBufferSpec,
     KVCacheSpec,
     MambaSpec,
     SlidingWindowSpec,
@@ -47,21 +48,26 @@ def _hnc(spec: KVCacheSpec) -> tuple[int, int, int]:
 
 
 def resolve_layout(specs: Iterable[KVCacheSpec], explicit: str | None = None,
-                   supported: Sequence[str] | None = None, num_workers: int = 1) -> str:
-    """vLLM: resolve_kv_cache_layout (every worker reporting the same supported list)."""
+                   supported: Sequence[str] | None = None, num_workers: int = 1,
+                   dcp_skips_self_addressed: bool = True) -> str:
+    """vLLM: resolve_kv_cache_layout (every worker reporting the same supported list).
+
+    Specs without per-layer views take no part; from 0.32 neither do self-addressed rings
+    (`uses_slot_mapping` False) in the DCP-sharding test."""
     if explicit:
         return layout_name(explicit)
     reported = [list(supported or DEFAULT_LAYOUT_PREFERENCE)] * num_workers  # as vLLM prints it
     candidates = [layout_name(n) for n in (supported or DEFAULT_LAYOUT_PREFERENCE)]
     if not candidates:
         raise InputError("no supported KV cache layout given")
-    all_specs = list(specs)
+    all_specs = [s for s in specs if s.has_layer_views]
     if len({_hnc(s) for s in all_specs}) > 1:
         candidates = [c for c in candidates if is_block_compact(c)]
         if not candidates:
             raise InputError("Specs with mixed HNC shapes need a block-compact layout, but none "
                              f"is in every supported set: {reported}.")
-    sharding = {s.dcp_sharded for s in all_specs if isinstance(s, AttentionSpec)}
+    sharding = {s.dcp_sharded for s in all_specs if isinstance(s, AttentionSpec)
+                and (s.uses_slot_mapping or not dcp_skips_self_addressed)}
     if len(sharding) > 1 and len({s.page_size_bytes for s in all_specs}) > 1:
         candidates = [c for c in candidates if is_block_outermost(c)]
         if not candidates:
@@ -125,7 +131,7 @@ def packed_groups(specs: dict[str, KVCacheSpec]) -> list[KVCacheGroup] | None:
         return sum(cdiv(len(names), n) * page for page, names in by_page.items())
 
     def is_state(u: UniformTypeKVCacheSpecs) -> bool:
-        if isinstance(u.first_spec, MambaSpec):
+        if isinstance(u.first_spec, MambaSpec | CircularBufferSpec):
             return True
         return repeats is None and isinstance(u.first_spec, SlidingWindowSpec)
 

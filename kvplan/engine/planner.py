@@ -8,20 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import gcd
 from typing import Any
 
 from kvplan.engine.grouping import GroupingResult, KVCacheGroup, get_kv_cache_groups
 from kvplan.engine.layout import is_block_outermost, resolve_layout
-from kvplan.engine.profiles import ErrorText, PoolStrideRule, VllmProfile, get_profile
-from kvplan.errors import InputError
+from kvplan.engine.profiles import PROFILES, ErrorText, PoolStrideRule, VllmProfile, get_profile
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.specs import (
+    AttentionSpec,
     DemandSettings,
+    HiSparseHotSpec,
     KVCacheSpec,
+    MLAAttentionSpec,
     MultipleOf,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
-from kvplan.units import format_gib, lcm, round_up
+from kvplan.units import cdiv, format_gib, lcm, round_up
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 DOCS_URL = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
@@ -63,6 +68,7 @@ class GroupDemand:
     max_memory_usage_bytes: int
     max_num_blocks_per_req: int
     page_sum_bytes: int  # Σ per-layer block strides of the group (its share of one pool block)
+    block_table_width: int = 0  # the worker's block-table row (block_table_width)
 
 
 @dataclass(frozen=True)
@@ -159,10 +165,18 @@ def project_groups(groups: Sequence[KVCacheGroup], worker: dict[str, KVCacheSpec
     return out
 
 
-def group_page_sum(group: KVCacheGroup, rule: PoolStrideRule) -> int:
+def stride_alignment(spec: KVCacheSpec, profile: VllmProfile) -> int:
+    """vLLM: <Spec>.get_block_stride_alignment (HiSparseHotSpec: lcm with its page, 0.34)."""
+    alignment = spec.get_block_stride_alignment()
+    if isinstance(spec, HiSparseHotSpec) and profile.hisparse_hot_stride_lcm:
+        return lcm(spec.page_size, alignment)
+    return alignment
+
+
+def group_page_sum(group: KVCacheGroup, rule: PoolStrideRule, profile: VllmProfile) -> int:
     if rule is PoolStrideRule.PER_LAYER_ROUND:  # layer-outermost layouts, 0.32+
         # vLLM 0.32+: _get_layer_block_stride = round_up(page, get_block_stride_alignment())
-        return sum(round_up(s.page_size_bytes, s.get_block_stride_alignment())
+        return sum(round_up(s.page_size_bytes, stride_alignment(s, profile))
                    for s in (_layer_spec(group, n) for n in group.layer_names))
     return sum(_layer_spec(group, n).page_size_bytes for n in group.layer_names)
 
@@ -181,18 +195,32 @@ def pool_bytes_per_block(groups: Sequence[KVCacheGroup], profile: VllmProfile,
     if not groups:
         return 0
     rule = stride_rule(profile, layout)
-    widest = max(group_page_sum(g, rule) for g in groups)
+    widest = max(group_page_sum(g, rule, profile) for g in groups)
     if rule is PoolStrideRule.SUM_THEN_ROUND:
         # round the widest group up to the lcm of every layer's block-stride alignment
         # (0.31: the raw int field; 0.32+: get_block_stride_alignment)
         if profile.multiple_of_stride_alignment:
-            aligns = [_layer_spec(g, n).get_block_stride_alignment()
+            aligns = [stride_alignment(_layer_spec(g, n), profile)
                       for g in groups for n in g.layer_names]
         else:
             aligns = [a if isinstance(a := _layer_spec(g, n).block_stride_alignment, int) else 1
                       for g in groups for n in g.layer_names]
+        # vLLM: _get_kv_cache_bytes_per_block also aligns to every HiSparse hot group's page
+        aligns += [g.spec.page_size_bytes for g in groups if isinstance(g.spec, HiSparseHotSpec)]
         widest = round_up(widest, lcm(*[a or 1 for a in aligns]))
     return widest
+
+
+def block_table_width(spec: KVCacheSpec, s: DemandSettings, max_len: int,
+                      profile: VllmProfile) -> int:
+    """vLLM 0.34: get_block_table_width(max_num_blocks_per_req, block_size,
+    token_alignment=spec.block_table_token_alignment) — rows padded to whole 128-token runs."""
+    width = spec.max_num_blocks_per_req(s, max_len)
+    alignment = spec.block_table_token_alignment if profile.block_table_token_alignment else None
+    if alignment is not None:
+        step = alignment // gcd(alignment, spec.block_size)
+        width = cdiv(width, step) * step
+    return width
 
 
 def group_blocks_per_request(spec: KVCacheSpec, s: DemandSettings) -> int:
@@ -319,7 +347,8 @@ def plan(inp: PlannerInput) -> EngineResult:
             merged.setdefault(name, spec)
     # vLLM: resolve_kv_cache_layout (EngineCore, before grouping)
     layout = resolve_layout([s for w in worker_specs for s in w.values()], inp.kv_cache_layout,
-                            inp.supported_kv_cache_layouts, num_workers=len(worker_specs))
+                            inp.supported_kv_cache_layouts, num_workers=len(worker_specs),
+                            dcp_skips_self_addressed=profile.dcp_layout_skips_self_addressed)
     common["kv_cache_layout"] = layout
     for name, spec in merged.items():
         if isinstance(spec, SlidingWindowSpec):
@@ -327,15 +356,25 @@ def plan(inp: PlannerInput) -> EngineResult:
     try:
         grouping = get_kv_cache_groups(
             merged, disable_hybrid_kv_cache_manager=inp.disable_hybrid_kv_cache_manager,
-            with_fix=inp.with_fix, block_outermost=is_block_outermost(layout))
+            with_fix=inp.with_fix, block_outermost=is_block_outermost(layout),
+            swa_mla_strict_merge=profile.swa_mla_merge_checks_quant_alignment,
+            glm5_next=profile.glm5_next_grouping and inp.pipeline_parallel_size == 1)
     except (AssertionError, ValueError, NotImplementedError) as exc:
         err = PlanError(type(exc).__name__, str(exc))
         return EngineResult(grouping=None, grouping_error=err, error=err, fits=False,
                             max_model_len_after_planning=inp.max_model_len, **common)
 
     groups = list(grouping.groups)
+    _check_pool_probe(groups, profile)
     projected = [project_groups(groups, w) for w in worker_specs]
-    pools = [pool_bytes_per_block(p, profile, layout) for p in projected]
+    if grouping.path == "glm5_next" and _glm5_tails_match(groups):
+        # vLLM 0.31 _glm5_next_tensor_layout: a block holds each MLA and index page once (the
+        # Mamba states and kpool tails alias them), with no stride-alignment rounding
+        first = groups[0].spec
+        assert isinstance(first, UniformTypeKVCacheSpecs)
+        pools = [first.page_size_bytes]
+    else:
+        pools = [pool_bytes_per_block(p, profile, layout) for p in projected]
     if groups and 0 in pools:
         stage = pools.index(0)
         raise InputError(f"pipeline stage {stage} holds no KV cache bytes (a zero-size page, or no "
@@ -393,6 +432,20 @@ def plan(inp: PlannerInput) -> EngineResult:
                     profile, inp, max_model_len, need, cm, est))
                 break
 
+    if not profile.pool_probe_needs_layer_views and any(
+            not _layer_spec(g, n).has_layer_views for g in groups for n in g.layer_names):
+        # vLLM 0.31/0.32: get_kv_cache_config_from_groups lays the tensors out per layer and
+        # fails on a HiSparse page (KVCacheSpec.num_heads raises NotImplementedError), after the
+        # memory check; no KV cache config exists, so neither do its capacity figures
+        return EngineResult(
+            grouping=grouping, grouping_error=None, groups=tuple(demands),
+            pool_bytes_per_block=tuple(pools), total_blocks_per_request=total_blocks,
+            total_bytes_needed=tuple(needed), check_memory_bytes=tuple(check_profiled),
+            effective_check_memory_bytes=tuple(check), available_kv_bytes=tuple(available),
+            estimated_max_model_len=tuple(estimates), fits=False,
+            error=error or PlanError("NotImplementedError", ""),
+            max_model_len_after_planning=max_model_len, capacity_is_hypothetical=True,
+            log=tuple(log), **common)
     # vLLM: get_kv_cache_configs → num_blocks = available // pool, min over workers
     # (the oracle reports what would be allocated when the check fails: raw memory, no override)
     if groups:
@@ -436,7 +489,8 @@ def _group_demands(groups: Sequence[KVCacheGroup], s: DemandSettings, profile: V
             group_id=i, group=g, blocks_per_request=group_blocks_per_request(g.spec, s),
             max_memory_usage_bytes=g.spec.max_memory_usage_bytes(s),
             max_num_blocks_per_req=g.spec.max_num_blocks_per_req(s, s.max_model_len),
-            page_sum_bytes=group_page_sum(g, stride_rule(profile, layout))))
+            page_sum_bytes=group_page_sum(g, stride_rule(profile, layout), profile),
+            block_table_width=block_table_width(g.spec, s, s.max_model_len, profile)))
     return out
 
 
@@ -454,11 +508,68 @@ def _validate(inp: PlannerInput, profile: VllmProfile) -> None:
         raise InputError("one available-memory figure is needed per pipeline stage")
     if inp.num_gpu_blocks_override is not None and inp.num_gpu_blocks_override < 1:
         raise InputError("num_gpu_blocks_override must be ≥ 1")
+    _validate_spec_types(inp, profile)
     if not profile.multiple_of_stride_alignment and any(
             isinstance(s.block_stride_alignment, MultipleOf)
             for w in inp.worker_specs for s in w.values()):
         raise InputError(f"block_stride_alignment {{'multiple_of': n}} needs vLLM 0.32.0 or later "
                          f"(vLLM {profile.version} takes an int only)")
+
+
+def _glm5_tails_match(groups: Sequence[KVCacheGroup]) -> bool:
+    """vLLM 0.31 _glm5_next_tensor_layout recognises the layout only with one tail per index."""
+    first = groups[0].spec
+    assert isinstance(first, UniformTypeKVCacheSpecs)
+    num_idx = sum(1 for _, s in first.kv_cache_specs
+                  if isinstance(s, AttentionSpec) and s.tokens_per_state > 1)
+    tails = [g for g in groups[1:] if isinstance(g.spec, UniformTypeKVCacheSpecs)]
+    return not tails or len(tails[0].layer_names) == num_idx
+
+
+def _check_pool_probe(groups: Sequence[KVCacheGroup], profile: VllmProfile) -> None:
+    """vLLM 0.33+: _pool_bytes_per_block_from_builder places one block through per-layer views;
+    a spec without them (HiSparse pages outside HiSparse's own layout) fails in
+    compute_layer_kv_cache_shape_bytes (KVCacheSpec.num_heads raises NotImplementedError)."""
+    if not profile.pool_probe_needs_layer_views:
+        return
+    for g in groups:
+        for name in g.layer_names:
+            spec = _layer_spec(g, name)
+            if not spec.has_layer_views:
+                raise UnsupportedError(
+                    f"layer {name}: vLLM {profile.version} sizes the KV pool by laying out one "
+                    f"block with per-layer views, which {spec.spec_type} does not have (vLLM "
+                    "raises NotImplementedError)",
+                    hint="HiSparse pages are planned only inside HiSparse's own layout "
+                         "(attention_config.hisparse_config), which kvplan does not model")
+
+
+_RELEASE_MLA_FIELDS = ("topk_buffer_width", "storage_block_size")
+
+
+def _validate_spec_types(inp: PlannerInput, profile: VllmProfile) -> None:
+    """Refuse what the release's kv_cache_interface.py does not define, naming the release."""
+    for worker in inp.worker_specs:
+        for name, spec in worker.items():
+            if spec.spec_type not in profile.spec_types:
+                have = sorted(v for v, p in PROFILES.items() if spec.spec_type in p.spec_types)
+                raise InputError(f"layer {name}: {spec.spec_type} does not exist in vLLM "
+                                 f"{profile.version}",
+                                 hint=f"vLLM {', '.join(have)} define{'s' if len(have) == 1 else ''}"
+                                      " it" if have else "no supported release defines it")
+            if isinstance(spec, MLAAttentionSpec):
+                checks = [(a, "mla_fields") for a in _RELEASE_MLA_FIELDS]
+            elif isinstance(spec, SlidingWindowMLASpec):
+                checks = [("non_causal_multi_token_decode", "swa_mla_fields")]
+            else:
+                continue
+            for attr, where in checks:
+                if getattr(spec, attr) in (None, False) or attr in getattr(profile, where):
+                    continue
+                have = sorted(v for v, p in PROFILES.items() if attr in getattr(p, where))
+                raise InputError(f"layer {name}: {type(spec).__name__}.{attr} does not exist in "
+                                 f"vLLM {profile.version}", hint=f"vLLM {', '.join(have)} define"
+                                 f"{'s' if len(have) == 1 else ''} it")
 
 
 @dataclass(frozen=True)

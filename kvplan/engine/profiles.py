@@ -28,6 +28,14 @@ class ErrorText(StrEnum):
     B = "B"  # 0.34
 
 
+COMMON_SPEC_TYPES = (
+    "FullAttentionSpec", "MLAAttentionSpec", "SlidingWindowSpec", "SlidingWindowMLASpec",
+    "ChunkedLocalAttentionSpec", "SinkFullAttentionSpec", "CrossAttentionSpec",
+    "EncoderOnlyAttentionSpec", "MambaSpec", "UniformTypeKVCacheSpecs", "HiddenStateCacheSpec",
+    "RSWASpec", "CircularBufferSpec", "HiSparseHotSpec", "HiSparseResidentSpec",
+)
+
+
 class VllmProfile(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -54,6 +62,28 @@ class VllmProfile(BaseModel):
     fp8_ds_mla_row_bytes: int = 656
     # KVCacheSpec.block_stride_alignment may be MultipleOf(n) (0.32+; 0.31 takes an int only)
     multiple_of_stride_alignment: bool = True
+    # vllm/v1/kv_cache_interface.py: the spec classes the release defines (beyond the core ones)
+    spec_types: frozenset[str] = frozenset(COMMON_SPEC_TYPES)
+    # MLAAttentionSpec fields that exist only in some releases (topk_buffer_width 0.33+,
+    # storage_block_size 0.31)
+    mla_fields: frozenset[str] = frozenset({"topk_buffer_width"})
+    # SlidingWindowMLASpec.non_causal_multi_token_decode (0.34)
+    swa_mla_fields: frozenset[str] = frozenset({"non_causal_multi_token_decode"})
+    # resolve_kv_cache_layout: self-addressed rings take no part in the DCP-sharding test (0.32+)
+    dcp_layout_skips_self_addressed: bool = True
+    # HiSparseHotSpec.get_block_stride_alignment = lcm(page_size, alignment) (0.34)
+    hisparse_hot_stride_lcm: bool = True
+    # SlidingWindowMLASpec.merge also requires one kv_quant_mode and one alignment (0.34)
+    swa_mla_merge_checks_quant_alignment: bool = True
+    # _pool_bytes_per_block_from_builder lays one block out with per-layer views (0.33+), which
+    # a spec without them (HiSparse, outside HiSparse's own layout) cannot take
+    pool_probe_needs_layer_views: bool = True
+    # get_kv_cache_groups' GLM-5.3 branch (_get_kv_cache_groups_glm5_next) and its tensor
+    # layout (_glm5_next_tensor_layout) — 0.31 only
+    glm5_next_grouping: bool = False
+    # the worker's block table rows: get_block_table_width with the spec's
+    # block_table_token_alignment (0.34; before, the raw max_num_blocks_per_req)
+    block_table_token_alignment: bool = True
 
 
 PROFILES: dict[str, VllmProfile] = {
@@ -66,21 +96,31 @@ PROFILES: dict[str, VllmProfile] = {
                     mamba2_checkpoint_block=False, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=False,
                     planner_module="vllm.v1.core.kv_cache_utils",
-                    multiple_of_stride_alignment=False),
+                    multiple_of_stride_alignment=False,
+                    spec_types=frozenset({*COMMON_SPEC_TYPES, "KpoolTailSpec"}),
+                    mla_fields=frozenset({"storage_block_size"}), swa_mla_fields=frozenset(),
+                    dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
+                    swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
+                    glm5_next_grouping=True, block_table_token_alignment=False),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
                     hybrid_align_backend_lcm=True, hybrid_align_checkpoint=False,
                     mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=False,
-                    planner_module="vllm.v1.core.kv_cache_utils"),
+                    planner_module="vllm.v1.core.kv_cache_utils", mla_fields=frozenset(),
+                    swa_mla_fields=frozenset(),
+                    hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
+                    pool_probe_needs_layer_views=False, block_table_token_alignment=False),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
                     hybrid_align_backend_lcm=True, hybrid_align_checkpoint=True,
                     mamba2_checkpoint_block=True, default_gpu_memory_utilization=0.92,
                     extensible_kv_cache_default=False, has_is_draft=True,
-                    planner_module="vllm.v1.core.kv_cache_planning"),
+                    planner_module="vllm.v1.core.kv_cache_planning",
+                    hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
+                    block_table_token_alignment=False, swa_mla_fields=frozenset()),
         VllmProfile(version="0.34.0", default_block_size=64, sw_block_rule=SwBlockRule.PREFER_DIVISOR,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.B,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=True,

@@ -11,6 +11,8 @@ from kvplan.specs import (
     AttentionSpec,
     KVCacheSpec,
     MambaSpec,
+    MLAAttentionSpec,
+    RSWASpec,
     UniformTypeKVCacheSpecs,
     bytes_per_token,
     spec_kind,
@@ -20,12 +22,20 @@ _ATTN_OPTIONAL = ("sliding_window", "attention_chunk_size", "extra_retained_toke
                   "cache_dtype_str", "num_head_slots", "state_content_bytes")
 
 
-def spec_info(spec: KVCacheSpec) -> dict[str, Any]:
-    """One spec as the oracle describes it (same keys, same values)."""
+def spec_info(spec: KVCacheSpec, extra: bool = False) -> dict[str, Any]:
+    """One spec as the oracle describes it (same keys, same values); `extra` adds what
+    tools/oracle_ext.py also reports (prefix_cacheable, cache_role, rswa_window)."""
     d: dict[str, Any] = {"spec_type": spec.spec_type, "kind": spec_kind(spec).value,
                          "block_size": spec.block_size, "page_size_bytes": spec.page_size_bytes}
+    if extra:
+        d["prefix_cacheable"] = spec.prefix_cacheable
+        if isinstance(spec, MLAAttentionSpec):
+            d["cache_role"] = spec.cache_role.value
+        if isinstance(spec, RSWASpec):
+            d["rswa_window"] = spec.rswa_window
     if isinstance(spec, UniformTypeKVCacheSpecs):
-        uniq = sorted({json.dumps(spec_info(s), sort_keys=True) for _, s in spec.kv_cache_specs})
+        uniq = sorted({json.dumps(spec_info(s, extra), sort_keys=True)
+                       for _, s in spec.kv_cache_specs})
         d["layer_specs"] = [json.loads(s) for s in uniq]
         return d
     if isinstance(spec, AttentionSpec):
@@ -63,7 +73,7 @@ def _one_or_list(values: tuple[Any, ...]) -> Any:
     return values[0] if len(values) == 1 else list(values)
 
 
-def contract_dict(r: EngineResult) -> dict[str, Any]:
+def contract_dict(r: EngineResult, extra_spec_keys: bool = False) -> dict[str, Any]:
     """The contract fields of a golden expected file, computed by kvplan."""
     if r.grouping_error is not None:
         err = {"type": r.grouping_error.type, "message": r.grouping_error.message}
@@ -71,7 +81,8 @@ def contract_dict(r: EngineResult) -> dict[str, Any]:
     groups = []
     for d in r.groups:
         groups.append({"group_id": d.group_id, "layer_names": list(d.group.layer_names),
-                       "num_layers": len(d.group.layer_names), **spec_info(d.group.spec),
+                       "num_layers": len(d.group.layer_names),
+                       **spec_info(d.group.spec, extra_spec_keys),
                        "max_memory_usage_bytes": d.max_memory_usage_bytes,
                        "blocks_per_request": d.blocks_per_request,
                        "max_num_blocks_per_req": d.max_num_blocks_per_req})

@@ -61,3 +61,32 @@ def one(values: Any) -> Any:
     distinct = set(values)
     assert len(distinct) == 1, distinct
     return distinct.pop()
+
+
+# ---- the issue-10 deployment: H100 ×8, 262,144 tokens, 40 GiB of KV per GPU ------------------
+
+H100_X8_FLAGS = ("--json", "--tensor-parallel-size", "8", "--gpu", "H100", "--max-model-len",
+                 "262144", "--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192")
+
+
+def check_h100_x8(config_path: Path, *extra: str) -> dict[str, Any]:
+    """`kvplan check CONFIG --json` on H100 ×8 at 262,144 tokens (CliRunner); the parsed JSON."""
+    from typer.testing import CliRunner
+
+    from kvplan.cli import app
+
+    res = CliRunner().invoke(app, ["check", str(config_path), *H100_X8_FLAGS, *extra])
+    assert res.exit_code == 0, res.output
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def h100_tp8(**changes: Any) -> Any:
+    """The same deployment as a build.Deployment (SM90, 8192 batched tokens)."""
+    from kvplan.build import Deployment
+
+    base: dict[str, Any] = dict(vllm_version="0.34.0", tensor_parallel_size=8, sm=90,
+                                max_model_len=262144, max_num_batched_tokens=8192,
+                                available_kv_bytes=40 * 2**30)
+    base.update(changes)
+    return Deployment(**base)

@@ -49,13 +49,20 @@ def test_deepseek_v3_1_nvfp4() -> None:
 
 def test_deepseek_v3_2_indexer() -> None:
     m = real("deepseek-ai--DeepSeek-V3.2")
-    _assert_mla(m, 61)
-    # index_topk present → V3.2; no index_topk_freq → every layer has an indexer with
-    # index_head_dim 128
+    mla = m.model_copy(update={"layers": tuple(x for x in m.layers if x.kind is LayerKind.MLA)})
+    _assert_mla(mla, 61)
+    # index_topk present → V3.2 (sparse MLA); no index_topk_freq → every layer has an indexer
+    # whose K cache rows are index_head_dim 128 fp8 bytes + 128 // 128 · 4 scale bytes = 132
+    # (vLLM 0.34 deepseek_v32/attention.py L95–101, deepseek_v2.py L658–667)
+    assert m.kind_counts() == {"mla": 61, "mla_indexer": 61}
+    indexers = [x for x in m.layers if x.kind is LayerKind.MLA_INDEXER]
+    assert indexers[0].name == "model.layers.0.self_attn.indexer.k_cache"
+    assert one(x.head_size for x in indexers) == 132
     assert one(layer.index_head_dim for layer in m.layers) == 128
-    assert m.family == "deepseek_v32"
+    assert m.family == "deepseek_v32" and m.sparse_mla
     # the MTP layer (index 61) always builds a full indexer
-    assert [(layer.index, layer.index_head_dim) for layer in m.mtp_layers] == [(61, 128)]
+    assert [(layer.index, layer.kind, layer.index_head_dim) for layer in m.mtp_layers] == [
+        (61, LayerKind.MLA_INDEXER, 128), (61, LayerKind.MLA, 128)]
 
 
 def test_kimi_k2() -> None:
@@ -72,8 +79,10 @@ def test_v3_2_index_topk_freq_skips_indexers() -> None:
     config = edited("deepseek-ai--DeepSeek-V3.2", ("num_hidden_layers",), 4,
                     ("index_topk_freq",), 2)
     m = describe_model(config, source="hand-written")
-    assert [layer.index_head_dim for layer in m.layers] == [128, 128, None, 128]
-    assert [layer.index_head_dim for layer in m.mtp_layers] == [128]
+    assert [layer.index_head_dim for layer in m.layers if layer.kind is LayerKind.MLA] == [
+        128, 128, None, 128]
+    assert [layer.index for layer in m.layers if layer.kind is LayerKind.MLA_INDEXER] == [0, 1, 3]
+    assert [layer.index_head_dim for layer in m.mtp_layers] == [128, 128]
 
 
 def test_sibling_ranks_are_read() -> None:
