@@ -1,4 +1,5 @@
-"""A fallback for architectures kvplan has no adapter for but whose config states its layer kinds."""
+"""A fallback for model types neither kvplan nor transformers knows, whose config states its layer
+kinds (everything transformers knows goes through `resolved.py`)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def describe_generic(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     if types is None:
         raise UnsupportedError(
             f"{top.source}: no kvplan adapter for model_type {model_type!r} "
-            f"(architectures: {archs}) and the config has no 'layer_types' field stating each "
-            "layer's kind",
+            f"(architectures: {archs}), transformers has no configuration class for it, and "
+            "the config has no 'layer_types' field stating each layer's kind",
             hint=SPECS_HINT)
     unknown = sorted(set(types) - set(_KNOWN))
     if unknown:
