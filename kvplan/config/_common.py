@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.errors import ConfigError, KvplanError, UnsupportedError
 from kvplan.model import LayerDescription, LayerKind, ModelDescription, QuantizationInfo
 
 SPECS_HINT = (
@@ -311,8 +311,22 @@ def json_repr(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def max_positions(text: Cfg) -> int | None:
-    return text.get_int("max_position_embeddings", None)
+def max_positions(text: Cfg, top: Cfg | None = None) -> int | None:
+    """`max_position_embeddings`; absent → what transformers' configuration class defaults it to
+    (e.g. Gemma3TextConfig's 131072), resolved lazily: only this rare case imports transformers."""
+    value = text.get_int("max_position_embeddings", None)
+    if value is not None or top is None:
+        return value
+    from kvplan.config.accessors import derive_max_model_len
+    from kvplan.config.resolve import resolve
+    try:
+        derived, key = derive_max_model_len(resolve(top.data, top.source))
+    except KvplanError:
+        return None
+    if derived is not None:
+        top.warn(f"'{text.field('max_position_embeddings')}' is absent: used transformers' "
+                 f"default {key} = {derived}")
+    return derived
 
 
 def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescription],
@@ -327,7 +341,7 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         architectures=architectures(top),
         family=family,
         dtype=dtype or model_dtype(top, text),
-        max_position_embeddings=max_positions(text),
+        max_position_embeddings=max_positions(text, top),
         layers=tuple(layers),
         quantization=quantization,
         mamba_ssm_dtype=mamba_ssm_dtype,

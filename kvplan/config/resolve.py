@@ -23,6 +23,10 @@ from kvplan.errors import ConfigError, UnsupportedError
 # vLLM: transformers_utils/config._CONFIG_ATTRS_MAPPING (llm_config is read as text_config)
 _CONFIG_ATTRS_MAPPING = {"llm_config": "text_config"}
 
+# vLLM: transformers_utils/config._CONFIG_REGISTRY entries that reuse a transformers class
+# under another model type (kimi_k2="DeepseekV3Config")
+_VLLM_CONFIG_ALIASES = {"kimi_k2": "deepseek_v3"}
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -74,7 +78,7 @@ def has_config_class(model_type: str) -> bool:
     """Whether the installed transformers has a configuration class for `model_type`."""
     with _quiet_transformers():
         from transformers import CONFIG_MAPPING
-    return model_type in CONFIG_MAPPING
+    return _VLLM_CONFIG_ALIASES.get(model_type, model_type) in CONFIG_MAPPING
 
 
 def resolve(config: Mapping[str, Any], source: str) -> Resolved:
@@ -91,14 +95,15 @@ def resolve(config: Mapping[str, Any], source: str) -> Resolved:
                           "pick the configuration class", hint=SPECS_HINT)
     with _quiet_transformers():
         from transformers import CONFIG_MAPPING
-        if model_type not in CONFIG_MAPPING:
+        class_type = _VLLM_CONFIG_ALIASES.get(model_type, model_type)
+        if class_type not in CONFIG_MAPPING:
             import transformers
             raise UnsupportedError(
                 f"{source}: model_type {model_type!r} has no kvplan adapter and transformers "
                 f"{transformers.__version__} has no configuration class for it (vLLM reads such "
                 "a config with a config class of its own or the checkpoint's remote code, which "
                 "kvplan does not run)", hint=SPECS_HINT)
-        cls = CONFIG_MAPPING[model_type]
+        cls = CONFIG_MAPPING[class_type]
         try:
             hf_config = cls.from_dict(copy.deepcopy(dict(config)))
         except Exception as exc:  # transformers' strict validation: any failure is the config's

@@ -25,7 +25,7 @@ from kvplan.config._common import (
 )
 from kvplan.config.quant import quantization_info
 from kvplan.config.resolve import Resolved, resolve
-from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.errors import ConfigError, KvplanError, UnsupportedError
 from kvplan.model import LayerDescription, ModelDescription
 
 FAMILY = "transformers"
@@ -59,6 +59,28 @@ def with_resolved_text(top: Cfg, r: Resolved) -> Cfg:
             data.pop(k, None)
     data[key] = resolved_text_dict(r)
     return Cfg(data, top.source, top.path, top.warnings)
+
+
+def filled_by_transformers(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`config` with the fields its (text) config leaves to transformers' defaults filled in,
+    the values it states kept; None when transformers cannot resolve it."""
+    try:
+        r = resolve(config, "config.json")
+    except KvplanError:
+        return None
+    data = dict(config)
+    key = r.text_key
+    if key is None:
+        for k, v in resolved_text_dict(r).items():
+            if data.get(k) is None:
+                data[k] = v
+        return data
+    value = data.get(key)
+    raw: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+    if key not in ("text_config", "llm_config"):
+        key = "text_config"
+    data[key] = {**resolved_text_dict(r), **{k: v for k, v in raw.items() if v is not None}}
+    return data
 
 
 def describe_resolved(top: Cfg, hf_quant_config: dict | None,

@@ -1,0 +1,158 @@
+"""Models no fast adapter covers, planned through transformers' configuration classes (issue 9).
+
+Every expected number is worked out by hand in the comment above it, from the config file,
+transformers' configuration class defaults and vLLM 0.34.0's model code (registry.py → model file
+→ its Attention(...) call), not from kvplan's output.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.config import describe_model
+from kvplan.config.resolved import ENCODER_CACHE_NOTE, FAMILY
+from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.model import ModelDescription
+from tests.config.helpers import DELETE, edited, real
+
+
+def _shape(m: ModelDescription) -> set[tuple[str, int | None, int | None, int | None]]:
+    return {(layer.kind.value, layer.num_kv_heads, layer.head_size, layer.sliding_window)
+            for layer in m.layers}
+
+
+def test_qwen2_5_vl_7b() -> None:
+    # registry: Qwen2_5_VLForConditionalGeneration → qwen2_5_vl.py, whose language model is
+    # Qwen2ForCausalLM (Qwen2Attention, no per-layer window). The file is flat; transformers'
+    # Qwen2_5_VLConfig builds text_config from the top-level keys, and Qwen2_5_VLTextConfig drops
+    # sliding_window (32768) because use_sliding_window is false; layer_types = 28 × full.
+    # 28 layers, 4 KV heads, head size 3584 / 28 = 128, full attention, max 128000, bf16.
+    m = real("Qwen--Qwen2.5-VL-7B-Instruct")
+    assert m.family == FAMILY
+    assert len(m.layers) == 28
+    assert _shape(m) == {("full_attention", 4, 128, None)}
+    assert m.model_sliding_window is None
+    assert (m.max_position_embeddings, m.dtype) == (128000, "bfloat16")
+    assert ENCODER_CACHE_NOTE in m.warnings
+
+
+def test_qwen3_vl_8b_dense() -> None:
+    # Qwen3VLForConditionalGeneration → qwen3_vl.py Qwen3LLMForCausalLM (Qwen3Attention, no
+    # window). text_config: 36 layers, 8 KV heads, head_dim 128, max_position_embeddings 262144;
+    # no top-level dtype, so vLLM's get_torch_dtype falls back to text_config.dtype = bfloat16.
+    m = real("Qwen--Qwen3-VL-8B-Instruct")
+    assert len(m.layers) == 36
+    assert _shape(m) == {("full_attention", 8, 128, None)}
+    assert (m.max_position_embeddings, m.dtype) == (262144, "bfloat16")
+    assert m.model_type == "qwen3_vl"
+    assert ENCODER_CACHE_NOTE in m.warnings
+
+
+def test_qwen3_vl_30b_a3b_moe() -> None:
+    # Qwen3VLMoeForConditionalGeneration → qwen3_vl_moe.py (Qwen3MoeAttention, no window).
+    # 48 layers, 4 KV heads, head_dim 128 read from the config (hidden 2048 / 32 heads = 64 would
+    # be wrong), max 262144, dtype from text_config: bfloat16.
+    m = real("Qwen--Qwen3-VL-30B-A3B-Instruct")
+    assert len(m.layers) == 48
+    assert _shape(m) == {("full_attention", 4, 128, None)}
+    assert (m.max_position_embeddings, m.dtype) == (262144, "bfloat16")
+
+
+def test_phi_4_is_sliding_window_on_every_layer() -> None:
+    # Phi3ForCausalLM → phi3.py = LlamaForCausalLM. Phi3Config has sliding_window (16384) and no
+    # layer_types, so LlamaAttention passes no per-layer window and vLLM's Attention falls back to
+    # CacheConfig.sliding_window, which EngineArgs sets to 16384 (layer_types absent).
+    # 40 layers × sliding window 16384, 10 KV heads, head size 5120 / 40 = 128 (Phi3Config has no
+    # head_dim), max 16384, bf16.
+    m = real("microsoft--phi-4")
+    assert len(m.layers) == 40
+    assert _shape(m) == {("sliding_window", 10, 128, 16384)}
+    assert m.model_sliding_window == 16384
+    assert (m.max_position_embeddings, m.dtype) == (16384, "bfloat16")
+    assert ENCODER_CACHE_NOTE not in m.warnings
+
+
+def test_llava_1_5_text_config_takes_llama_defaults() -> None:
+    # LlavaForConditionalGeneration → llava.py, language model from text_config (model_type llama
+    # → LlamaForCausalLM). text_config gives only max_position_embeddings 4096 and the vocab;
+    # transformers' LlamaConfig defaults: 32 layers, 32 heads, KV heads = heads = 32, hidden 4096
+    # → head size 128. torch_dtype float16. No window.
+    m = real("llava-hf--llava-1.5-7b-hf")
+    assert len(m.layers) == 32
+    assert _shape(m) == {("full_attention", 32, 128, None)}
+    assert (m.max_position_embeddings, m.dtype) == (4096, "float16")
+    assert m.family == "llama"  # the fast Llama adapter, fed the resolved text config
+    assert ENCODER_CACHE_NOTE in m.warnings
+
+
+def test_mistral_small_3_1_mistral3_wrapper() -> None:
+    # Mistral3ForConditionalGeneration → mistral3.py, language model from text_config (model_type
+    # mistral → MistralForCausalLM, LlamaAttention). sliding_window is null in the file (so
+    # MistralConfig's 4096 default does not apply); 40 layers, 8 KV heads, head_dim 128 read from
+    # the config (5120 / 32 = 160 would be wrong), max 131072, bf16.
+    m = real("mistralai--Mistral-Small-3.1-24B-Instruct-2503")
+    assert len(m.layers) == 40
+    assert _shape(m) == {("full_attention", 8, 128, None)}
+    assert m.model_sliding_window is None
+    assert (m.max_position_embeddings, m.dtype) == (131072, "bfloat16")
+    assert ENCODER_CACHE_NOTE in m.warnings
+
+
+# --- errors that name the real cause --------------------------------------------------------
+
+def test_pooling_only_architecture_is_refused_as_such() -> None:
+    # vLLM 0.34 registers LlamaModel only in _EMBEDDING_MODELS
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["LlamaModel"])
+    with pytest.raises(UnsupportedError) as info:
+        describe_model(config, source="edited")
+    assert "only as a pooling model" in info.value.message
+    assert "num_hidden_layers" not in info.value.message
+
+
+def test_architecture_vllm_no_longer_serves() -> None:
+    # registry.py _PREVIOUSLY_SUPPORTED_MODELS: "BaichuanForCausalLM": "0.23.0"
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["BaichuanForCausalLM"],
+                    ("model_type",), "baichuan")
+    with pytest.raises(UnsupportedError, match=r"no longer serves BaichuanForCausalLM.*0\.23\.0"):
+        describe_model(config, source="edited")
+
+
+def test_missing_adapter_is_not_reported_as_a_missing_field() -> None:
+    # an architecture vLLM serves through an adapter kvplan lacks: the message names the missing
+    # adapter (state-space layers), not num_hidden_layers (which is deleted here on purpose)
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["Zamba2ForCausalLM"],
+                    ("num_hidden_layers",), DELETE)
+    with pytest.raises(UnsupportedError) as info:
+        describe_model(config, source="edited")
+    assert "kvplan has no adapter" in info.value.message
+    assert "num_hidden_layers" not in info.value.message
+
+
+def test_transformers_default_fills_an_absent_field() -> None:
+    # Phi3Config defaults num_hidden_layers to 32: a phi3 config without it still plans, with 32
+    # layers (a field transformers defaults is never required)
+    config = edited("microsoft--phi-4", ("num_hidden_layers",), DELETE)
+    m = describe_model(config, source="edited")
+    assert len(m.layers) == 32
+
+
+def test_unknown_model_type_names_transformers() -> None:
+    config = {"architectures": ["FooBarForCausalLM"], "model_type": "foobar_unknown",
+              "num_hidden_layers": 2}
+    with pytest.raises(UnsupportedError, match="transformers has no configuration class"):
+        describe_model(config, source="foo")
+
+
+def test_transformers_validation_error_is_a_config_error() -> None:
+    config = edited("microsoft--phi-4", ("num_attention_heads",), "forty")
+    with pytest.raises(ConfigError, match="Phi3Config"):
+        describe_model(config, source="edited")
+
+
+def test_mla_config_through_the_generic_path_is_refused() -> None:
+    # an MLA model type (vLLM's is_deepseek_mla list) with no fast adapter: the generic path
+    # would size it as plain attention, so it refuses, naming MLA
+    config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["Glm4MoeLiteForCausalLM"],
+                    ("model_type",), "glm4_moe_lite")
+    with pytest.raises(UnsupportedError, match="multi-head latent attention"):
+        describe_model(config, source="edited")
