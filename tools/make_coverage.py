@@ -10,6 +10,7 @@ run by tests (tests/config/test_coverage.py checks the committed table instead).
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -56,7 +57,8 @@ def classify(arch: str, entry: dict, fast: dict[str, str]) -> tuple[str, str, st
     for prefix, (path, owner) in PENDING_PREFIXES.items():
         if arch.startswith(prefix):
             return path, owner, ""
-    if cats <= POOLING:
+    if cats <= POOLING or (cats == {"transformers_backend"}
+                           and re.search(r"Embedding|Classification", arch)):
         return ("refused:pooling-only", "",
                 f"vLLM serves {arch} only as a pooling model; it has no KV cache plan for "
                 "generation")

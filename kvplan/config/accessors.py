@@ -43,7 +43,7 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
 ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention", "attention", "hybrid")
 
 
-def _get(cfg: Any, name: str, default: Any = None) -> Any:
+def get_attr(cfg: Any, name: str, default: Any = None) -> Any:
     """getattr that treats transformers' per-layer ambiguity errors as absence."""
     try:
         return getattr(cfg, name, default)
@@ -53,8 +53,8 @@ def _get(cfg: Any, name: str, default: Any = None) -> Any:
 
 def is_heterogeneous(r: Resolved) -> bool:
     """vLLM: ModelArchConfigConvertorBase.get_per_layer_hf_configs (None → homogeneous)."""
-    return bool(_get(r.hf_config, "is_heterogeneous", False)
-                or _get(r.hf_text_config, "is_heterogeneous", False))
+    return bool(get_attr(r.hf_config, "is_heterogeneous", False)
+                or get_attr(r.hf_text_config, "is_heterogeneous", False))
 
 
 def per_layer_text_configs(r: Resolved) -> list[Any] | None:
@@ -63,29 +63,29 @@ def per_layer_text_configs(r: Resolved) -> list[Any] | None:
     vLLM: get_per_layer_hf_configs (the text config's per_layer_config when it is the
     heterogeneous one)."""
     text = r.hf_text_config
-    if _get(text, "is_heterogeneous", False):
+    if get_attr(text, "is_heterogeneous", False):
         return list(text.per_layer_config)
     return None
 
 
 def is_deepseek_mla(r: Resolved) -> bool:
     """vLLM: ModelArchConfigConvertorBase.is_deepseek_mla (compress-ratio models aside)."""
-    return r.text_model_type in MLA_MODEL_TYPES and _get(r.hf_text_config, "kv_lora_rank") is not None
+    return r.text_model_type in MLA_MODEL_TYPES and get_attr(r.hf_text_config, "kv_lora_rank") is not None
 
 
 def num_hidden_layers(r: Resolved) -> int:
     """vLLM: get_num_hidden_layers (+ the LongCat-Flash and MTP convertors)."""
     text = r.hf_text_config
     if r.model_type == "longcat_flash":
-        return int(_get(text, "num_layers", 0))
+        return int(get_attr(text, "num_layers", 0))
     if r.model_type in _MTP_LAYER_KEYS:
-        return int(_get(text, _MTP_LAYER_KEYS[r.model_type], 0) or 0)
-    return int(_get(text, "num_hidden_layers", 0) or 0)
+        return int(get_attr(text, _MTP_LAYER_KEYS[r.model_type], 0) or 0)
+    return int(get_attr(text, "num_hidden_layers", 0) or 0)
 
 
 def total_num_attention_heads(cfg: Any) -> int:
     """vLLM: get_total_num_attention_heads."""
-    return int(_get(cfg, "num_attention_heads", 0) or 0)
+    return int(get_attr(cfg, "num_attention_heads", 0) or 0)
 
 
 def head_size(r: Resolved, cfg: Any | None = None) -> int:
@@ -96,19 +96,19 @@ def head_size(r: Resolved, cfg: Any | None = None) -> int:
     if r.model_type in ("mamba", "falcon_mamba"):
         return 0
     if r.model_type == "zamba2":
-        return int(_get(text, "attention_head_dim", 0) or 0)
+        return int(get_attr(text, "attention_head_dim", 0) or 0)
     if is_deepseek_mla(r):
         # MLA caches one latent per token: kv_lora_rank + qk_rope_head_dim (VLLM_MLA_DISABLE off)
-        return int(text.kv_lora_rank) + int(_get(text, "qk_rope_head_dim", 0) or 0)
-    head_dim = _get(text, "head_dim")
+        return int(text.kv_lora_rank) + int(get_attr(text, "qk_rope_head_dim", 0) or 0)
+    head_dim = get_attr(text, "head_dim")
     if head_dim is not None and head_dim > 0:  # some classes store a missing head_dim as 0
         return int(head_dim)
-    if _get(text, "hidden_size_per_head") is not None:  # PLaMo
+    if get_attr(text, "hidden_size_per_head") is not None:  # PLaMo
         return int(text.hidden_size_per_head)
     heads = total_num_attention_heads(text)
     if heads == 0:
         return 0
-    return int(_get(text, "hidden_size", 0) or 0) // heads
+    return int(get_attr(text, "hidden_size", 0) or 0) // heads
 
 
 def total_num_kv_heads(r: Resolved, cfg: Any | None = None) -> int:
@@ -120,20 +120,20 @@ def total_num_kv_heads(r: Resolved, cfg: Any | None = None) -> int:
         return 0
     if model_type in ("falcon", "RefinedWeb", "RefinedWebModel"):
         # FalconModelArchConfigConvertor: multi_query (old decoder architecture) → one KV head
-        if not _get(text, "new_decoder_architecture", False) and _get(text, "multi_query", False):
+        if not get_attr(text, "new_decoder_architecture", False) and get_attr(text, "multi_query", False):
             return 1
     if model_type == "dbrx":
-        attn = _get(text, "attn_config")
-        return int(_get(attn, "kv_n_heads", total_num_attention_heads(text)))
+        attn = get_attr(text, "attn_config")
+        return int(get_attr(attn, "kv_n_heads", total_num_attention_heads(text)))
     if model_type == "nemotron-nas":
         # NemotronNasModelArchConfigConvertor: the first block with attention decides
-        for block in _get(text, "block_configs", None) or []:
-            attention = _get(block, "attention")
-            if attention is not None and not _get(attention, "no_op", False):
+        for block in get_attr(text, "block_configs", None) or []:
+            attention = get_attr(block, "attention")
+            if attention is not None and not get_attr(attention, "no_op", False):
                 return total_num_attention_heads(text) // int(attention.n_heads_in_group)
         return 0
     for name in KV_HEAD_ALIASES:  # vLLM: getattr_iter(hf_text_config, aliases, default_factory)
-        value = _get(text, name)
+        value = get_attr(text, name)
         if value is not None:
             return int(value)
     return total_num_attention_heads(text)
@@ -146,11 +146,11 @@ def derive_max_model_len(r: Resolved) -> tuple[int | None, str | None]:
     best: int | None = None
     key: str | None = None
     for name in MAX_LEN_KEYS:
-        value = _get(text, name)
+        value = get_attr(text, name)
         if isinstance(value, int | float) and not isinstance(value, bool):
             if best is None or value < best:
                 best, key = int(value), name
-    model_max = _get(text, "model_max_length")
+    model_max = get_attr(text, "model_max_length")
     if model_max:
         best, key = int(model_max), "model_max_length"
     return best, key
@@ -158,7 +158,7 @@ def derive_max_model_len(r: Resolved) -> tuple[int | None, str | None]:
 
 def sliding_window(r: Resolved) -> int | None:
     """vLLM: ModelConfig.get_sliding_window; 0 means disabled (ModelConfig.__post_init__)."""
-    value = _get(r.hf_text_config, "sliding_window")
+    value = get_attr(r.hf_text_config, "sliding_window")
     if isinstance(value, list):  # a per-layer list (old Cohere2/Gemma2 style) has no single value
         return None
     if not value:
@@ -167,7 +167,7 @@ def sliding_window(r: Resolved) -> int | None:
 
 
 def layer_types(r: Resolved) -> list[str] | None:
-    value = _get(r.hf_text_config, "layer_types")
+    value = get_attr(r.hf_text_config, "layer_types")
     return list(value) if value is not None else None
 
 
@@ -187,11 +187,11 @@ _DTYPE_NAMES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float3
 def config_dtype(r: Resolved) -> str | None:
     """vLLM: ModelArchConfigConvertorBase.get_torch_dtype — `dtype` of the config, else of its
     text, vision or encoder config (the safetensors fallback is the caller's)."""
-    for cfg in (r.hf_config, r.hf_text_config, _get(r.hf_config, "vision_config"),
-                _get(r.hf_config, "encoder_config")):
+    for cfg in (r.hf_config, r.hf_text_config, get_attr(r.hf_config, "vision_config"),
+                get_attr(r.hf_config, "encoder_config")):
         if cfg is None:
             continue
-        value = _get(cfg, "dtype")
+        value = get_attr(cfg, "dtype")
         if value is not None:
             name = str(value).removeprefix("torch.")
             return _DTYPE_NAMES.get(name, name)

@@ -36,6 +36,17 @@ ENCODER_CACHE_NOTE = (
     "item's token count) is a separate buffer, not part of the KV cache, and is not modelled")
 
 
+# text-config fields that mean the KV layout is not plain per-layer attention
+_NOT_PLAIN = (
+    ("num_kv_shared_layers", "cross-layer KV sharing (kv_sharing_target_layer_name)"),
+    ("attention_chunk_size", "chunked local attention"),
+    ("layers_block_type", "a hybrid of attention and state-space blocks"),
+    ("hybrid_override_pattern", "a hybrid of attention and state-space blocks"),
+    ("attn_type_list", "a hybrid of softmax and linear attention"),
+    ("block_configs", "per-block attention settings (some blocks without attention)"),
+)
+
+
 def encoder_cache_note(archs: tuple[str, ...]) -> str | None:
     """The note a multimodal architecture's plan carries (vLLM: SupportsMultiModal models)."""
     return ENCODER_CACHE_NOTE if any(coverage.is_multimodal(a) for a in archs) else None
@@ -113,6 +124,14 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if acc.is_deepseek_mla(r):
         raise UnsupportedError(f"{top.source}: {what} uses multi-head latent attention (MLA); "
                                "kvplan has no adapter for this MLA family yet", hint=SPECS_HINT)
+    if getattr(r.hf_config, "is_encoder_decoder", False):
+        raise UnsupportedError(f"{top.source}: {what} is an encoder-decoder model; kvplan plans "
+                               "decoders only", hint=SPECS_HINT)
+    for field, layout in _NOT_PLAIN:
+        if acc.get_attr(r.hf_text_config, field):
+            raise UnsupportedError(f"{top.source}: {what} sets {field!r}: its layers use "
+                                   f"{layout}, which the generic transformers path does not plan; "
+                                   "kvplan has no adapter for this family yet", hint=SPECS_HINT)
     n = acc.num_hidden_layers(r)
     if n <= 0:
         raise UnsupportedError(f"{top.source}: {what}: the transformers config gives no layer "
