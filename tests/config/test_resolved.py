@@ -128,6 +128,20 @@ def test_missing_adapter_is_not_reported_as_a_missing_field() -> None:
     assert "num_hidden_layers" not in info.value.message
 
 
+def test_type_unknown_to_transformers_names_the_missing_adapter() -> None:
+    # hand-made, shaped like THUDM/chatglm3-6b (num_layers, multi_query_group_num: a type vLLM
+    # reads with a config class of its own) under a made-up name, so that it stays unknown once
+    # chatglm gets its adapter: the refusal names the missing adapter and transformers, never a
+    # missing num_hidden_layers
+    config = {"architectures": ["GlmLikeModel"], "model_type": "glm_like", "num_layers": 28,
+              "num_attention_heads": 32, "multi_query_group_num": 2, "hidden_size": 4096}
+    with pytest.raises(UnsupportedError) as info:
+        describe_model(config, source="glm_like")
+    assert "no kvplan adapter for model_type 'glm_like'" in info.value.message
+    assert "transformers has no configuration class" in info.value.message
+    assert "num_hidden_layers" not in info.value.message
+
+
 def test_transformers_default_fills_an_absent_field() -> None:
     # Phi3Config defaults num_hidden_layers to 32: a phi3 config without it still plans, with 32
     # layers (a field transformers defaults is never required)
