@@ -170,3 +170,54 @@ def test_mla_config_through_the_generic_path_is_refused() -> None:
                     ("model_type",), "glm4_moe_lite")
     with pytest.raises(UnsupportedError, match="multi-head latent attention"):
         describe_model(config, source="edited")
+
+
+# --- families without a real config yet (hand-made dicts, one branch each) ------------------
+# No byte-exact published config of Phi-3.5-MoE, Ministral 3 / Devstral or Gemma 3 27B was found
+# (tests/data/hf-configs/PROVENANCE.md, "Not found"); these dicts carry only the fields the
+# branch under test reads, with the published models' values.
+
+def test_phimoe_window_applies_to_every_layer() -> None:
+    # PhiMoEForCausalLM → phimoe.py PhiMoEAttention: Attention(...) with no per-layer window, and
+    # PhimoeConfig derives no layer_types → CacheConfig.sliding_window = 131072 on all 32 layers;
+    # 8 KV heads, head size 4096 / 32 = 128 (PhimoeConfig has no head_dim)
+    config = {"architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe",
+              "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "sliding_window": 131072,
+              "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+    m = describe_model(config, source="hand-made phimoe")
+    assert len(m.layers) == 32
+    assert _shape(m) == {("sliding_window", 8, 128, 131072)}
+
+
+def test_ministral3_text_config_in_a_mistral3_wrapper() -> None:
+    # Mistral3ForConditionalGeneration with a "ministral3" text config (Ministral 3 8B shape):
+    # transformers' Ministral3Config, vLLM's MistralForCausalLM (LlamaAttention); sliding_window
+    # null → full attention; 34 layers, 8 KV heads, head_dim 128; max 262144
+    config = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+              "torch_dtype": "bfloat16",
+              "text_config": {"model_type": "ministral3", "hidden_size": 4096,
+                              "num_hidden_layers": 34, "num_attention_heads": 32,
+                              "num_key_value_heads": 8, "head_dim": 128,
+                              "max_position_embeddings": 262144, "sliding_window": None}}
+    m = describe_model(config, source="hand-made ministral3")
+    assert len(m.layers) == 34
+    assert _shape(m) == {("full_attention", 8, 128, None)}
+    assert m.max_position_embeddings == 262144
+    assert ENCODER_CACHE_NOTE in m.warnings
+
+
+def test_gemma3_without_max_position_embeddings_takes_the_transformers_default() -> None:
+    # Gemma 3 27B's text_config has no max_position_embeddings: Gemma3TextConfig's default
+    # 131072 applies (the fast Gemma 3 adapter asks transformers only for this absent field).
+    # 62 layers, sliding_window_pattern 6 → layers 5, 11, ..., 59 full (10), 52 sliding 1024;
+    # 16 KV heads, head_dim 128
+    config = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+              "torch_dtype": "bfloat16",
+              "text_config": {"model_type": "gemma3_text", "hidden_size": 5376,
+                              "num_hidden_layers": 62, "num_attention_heads": 32,
+                              "num_key_value_heads": 16, "head_dim": 128, "sliding_window": 1024}}
+    m = describe_model(config, source="hand-made gemma3")
+    assert m.max_position_embeddings == 131072
+    assert m.kind_counts() == {"sliding_window": 52, "full_attention": 10}
+    assert _shape(m) == {("sliding_window", 16, 128, 1024), ("full_attention", 16, 128, None)}
