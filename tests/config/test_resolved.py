@@ -221,3 +221,12 @@ def test_gemma3_without_max_position_embeddings_takes_the_transformers_default()
     assert m.max_position_embeddings == 131072
     assert m.kind_counts() == {"sliding_window": 52, "full_attention": 10}
     assert _shape(m) == {("sliding_window", 16, 128, 1024), ("full_attention", 16, 128, None)}
+
+
+def test_qwen3_vl_32b_sibling_plans_with_no_new_code() -> None:
+    # another size of the Qwen3-VL family: text_config 64 layers, 8 KV heads, head_dim 128 (read;
+    # 5120 / 64 = 80 would be wrong), max 262144, dtype from text_config (bfloat16)
+    m = real("Qwen--Qwen3-VL-32B-Instruct")
+    assert len(m.layers) == 64
+    assert _shape(m) == {("full_attention", 8, 128, None)}
+    assert (m.max_position_embeddings, m.dtype) == (262144, "bfloat16")
