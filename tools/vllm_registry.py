@@ -113,7 +113,7 @@ def _walk(path: str, name: str, seen: set, names: set[str], sources: set[str]) -
                     names.add(base_name)
                     _walk(path, base_name, seen, names, sources)
             return
-    for node in tree.body:
+    for node in ast.walk(tree):  # imports under `if current_platform.is_cuda():` too; first wins
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if (alias.asname or alias.name) == name:

@@ -196,3 +196,38 @@ def config_dtype(r: Resolved) -> str | None:
             name = str(value).removeprefix("torch.")
             return _DTYPE_NAMES.get(name, name)
     return None
+
+
+# --- what vLLM reads from the model class (registry interfaces, kvplan/data) -----------------
+
+def _interfaces(arch: str | None) -> list[str]:
+    from kvplan.config.coverage import registry_entry
+    entry = registry_entry(arch) if arch else None
+    return list(entry["interfaces"]) if entry else []
+
+
+REGISTRY_VERSION = "0.34.0"
+
+
+def registry_missing(arch: str | None) -> bool:
+    from kvplan.config.coverage import registry_entry
+    return arch is not None and registry_entry(arch) is None
+
+
+def is_attention_free(arch: str | None) -> bool:
+    """vLLM: ModelConfig.is_attention_free (the model class implements IsAttentionFree)."""
+    return "IsAttentionFree" in _interfaces(arch)
+
+
+def is_hybrid(arch: str | None, r: Resolved) -> bool:
+    """vLLM: ModelConfig.is_hybrid — an IsHybrid class, unless its layer_types are all attention
+    (granite-4.0-micro uses the hybrid class with attention layers only)."""
+    if "IsHybrid" not in _interfaces(arch):
+        return False
+    types = get_attr(r.hf_config, "layer_types")
+    return types is None or not all(t in ("attention", "full_attention") for t in types)
+
+
+def has_noops(arch: str | None) -> bool:
+    """vLLM: ModelConfig.has_noops (HasNoOps: blocks without attention, e.g. Nemotron-NAS)."""
+    return "HasNoOps" in _interfaces(arch)

@@ -124,6 +124,14 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if acc.is_deepseek_mla(r):
         raise UnsupportedError(f"{top.source}: {what} uses multi-head latent attention (MLA); "
                                "kvplan has no adapter for this MLA family yet", hint=SPECS_HINT)
+    arch = archs[0] if archs else None
+    if acc.is_attention_free(arch) or acc.is_hybrid(arch, r) or acc.has_noops(arch):
+        raise UnsupportedError(f"{top.source}: {what}: vLLM's model class has state-space or "
+                               "attention-free layers (IsAttentionFree / IsHybrid / HasNoOps); "
+                               "kvplan has no adapter for this family yet", hint=SPECS_HINT)
+    if acc.registry_missing(arch):
+        top.warn(f"{arch} is not in vLLM {acc.REGISTRY_VERSION}'s model registry: vLLM would run "
+                 "it on its Transformers backend (model_impl auto), if at all")
     if getattr(r.hf_config, "is_encoder_decoder", False):
         raise UnsupportedError(f"{top.source}: {what} is an encoder-decoder model; kvplan plans "
                                "decoders only", hint=SPECS_HINT)
@@ -151,7 +159,6 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     per_layer_cfgs = acc.per_layer_text_configs(r)
     window = acc.sliding_window(r)
     model_window = acc.cache_sliding_window(r)
-    arch = archs[0] if archs else None
     per_layer_window = coverage.uses_per_layer_window(arch)
     if types is not None and len(set(types[:n])) > 1 and not per_layer_window:
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
