@@ -77,25 +77,17 @@ def classify(arch: str, entry: dict, fast: dict[str, str]) -> tuple[str, str, st
         return ("refused:encoder-decoder", "",
                 f"{arch} is an encoder-decoder (cross-attention) model; kvplan plans decoders "
                 "only")
-    if "IsAttentionFree" in interfaces:
-        return ("refused:needs-adapter", "",
-                f"{arch} is attention-free (state-space layers only); kvplan has no adapter for "
-                "its state layers yet")
-    if "IsHybrid" in interfaces or "state_space" in features:
-        return ("refused:needs-adapter", "",
-                f"{arch} is a hybrid of attention and state-space layers; kvplan has no adapter "
-                "for its state layers yet")
-    if "HasNoOps" in interfaces:
-        return ("refused:needs-adapter", "",
-                f"{arch} has layers without attention (no-op blocks); kvplan has no adapter for "
-                "it yet")
-    for feature, what in (("kv_sharing", "cross-layer KV sharing"),
-                          ("chunked_local", "chunked local attention"),
-                          ("cross_attention", "cross-attention layers"),
-                          ("sink", "attention-sink layers")):
-        if feature in features:
-            return ("refused:needs-adapter", "",
-                    f"{arch} uses {what}; kvplan has no adapter for it yet")
+    for present, what in (("IsAttentionFree" in interfaces,
+                           "is attention-free (state-space layers only)"),
+                          ("IsHybrid" in interfaces or "state_space" in features,
+                           "is a hybrid of attention and state-space layers"),
+                          ("HasNoOps" in interfaces, "has layers without attention (no-op blocks)"),
+                          ("kv_sharing" in features, "uses cross-layer KV sharing"),
+                          ("chunked_local" in features, "uses chunked local attention"),
+                          ("cross_attention" in features, "uses cross-attention layers"),
+                          ("sink" in features, "uses attention-sink layers")):
+        if present:
+            return "refused:needs-adapter", "", f"{arch} {what}; kvplan has no adapter for it yet"
     if "mla" in features and "inner_language_model" not in features:
         return ("generic", "",
                 "plain attention through transformers; refused at plan time when the config "
