@@ -257,6 +257,9 @@ def num_layers_of(cfg: Cfg) -> int:
 
 # --- dtype ------------------------------------------------------------------------------------
 
+FLOAT32_NOTE = ("config dtype is float32: vLLM's --dtype auto runs such checkpoints in bfloat16 "
+                "on GPUs that support it (config.model._resolve_auto_dtype)")
+
 _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "torch.bfloat16": "bfloat16",
     "float16": "float16", "fp16": "float16", "half": "float16", "torch.float16": "float16",
@@ -289,8 +292,7 @@ def model_dtype(top: Cfg, text: Cfg) -> str:
         raise cfg.error(f"field '{cfg.field(key)}' = {value!r} is not a model dtype kvplan knows "
                         "(bfloat16, float16, float32)")
     if name == "float32":
-        top.warn("config dtype is float32: vLLM's --dtype auto runs such checkpoints in bfloat16 "
-                 "on GPUs that support it (config.model._resolve_auto_dtype)")
+        top.warn(FLOAT32_NOTE)
     return name
 
 

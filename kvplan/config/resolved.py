@@ -15,6 +15,7 @@ from typing import Any
 from kvplan.config import accessors as acc
 from kvplan.config import coverage
 from kvplan.config._common import (
+    FLOAT32_NOTE,
     SPECS_HINT,
     TEXT_CONFIG_KEYS,
     Cfg,
@@ -187,6 +188,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     elif dtype not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"{top.source}: config dtype {dtype!r} is not a model dtype kvplan "
                           "knows (bfloat16, float16, float32)")
+    elif dtype == "float32":
+        top.warn(FLOAT32_NOTE)
     if note:
         top.warn(note)
     top.warn(f"no fast kvplan adapter for {what}: planned through transformers' "
