@@ -117,8 +117,11 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
     dep = built.planner_input
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
     text = _text_config(res.target_config, req.model)
-    kv_heads = text.get("num_key_value_heads")
-    layers = text.get("num_hidden_layers")
+    # fields the config leaves to transformers' defaults (LLaVA's text_config) come from the
+    # description the adapters built
+    kv_heads = text.get("num_key_value_heads") or next(
+        (layer.num_kv_heads for layer in res.target.layers if layer.num_kv_heads), None)
+    layers = text.get("num_hidden_layers") or len(res.target.layers)
     if res.weight_headers:
         w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
                                                   num_kv_heads=kv_heads)
