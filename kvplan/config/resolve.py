@@ -52,26 +52,28 @@ class _DropBelowError(logging.Filter):
 
 @contextmanager
 def _quiet_transformers() -> Iterator[None]:
-    """transformers logs advice ("PyTorch was not found", rope validation notes) while importing
-    and building configs; kvplan's stderr carries only its own messages."""
+    """Import transformers and keep its log lines ("PyTorch was not found", rope validation
+    notes) off kvplan's stderr while it resolves: the import-time line through a filter (the
+    import resets the level), the rest through the level, restored afterwards."""
     log = logging.getLogger("transformers")
     quiet = _DropBelowError()
     log.addFilter(quiet)
-    handlers = list(log.handlers)
-    for handler in handlers:
-        handler.addFilter(quiet)
     try:
-        yield
+        import transformers  # noqa: F401
+        level = log.level
+        log.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            log.setLevel(level)
     finally:
         log.removeFilter(quiet)
-        for handler in log.handlers:
-            handler.removeFilter(quiet)
 
 
 def transformers_version() -> str:
     with _quiet_transformers():
         import transformers
-    return str(transformers.__version__)
+        return str(transformers.__version__)
 
 
 def has_config_class(model_type: str) -> bool:
