@@ -58,7 +58,7 @@ def test_adapter_rows_match_the_dispatch() -> None:
         else:
             assert arch not in fast, (arch, row.path)
     for arch, name in fast.items():
-        if arch in coverage():
+        if arch in coverage() and not coverage()[arch].pending:
             assert coverage()[arch].path == f"adapter:{name}", arch
 
 
