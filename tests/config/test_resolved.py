@@ -110,10 +110,10 @@ def test_pooling_only_architecture_is_refused_as_such() -> None:
 
 
 def test_architecture_vllm_no_longer_serves() -> None:
-    # registry.py _PREVIOUSLY_SUPPORTED_MODELS: "BaichuanForCausalLM": "0.23.0"
-    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["BaichuanForCausalLM"],
-                    ("model_type",), "baichuan")
-    with pytest.raises(UnsupportedError, match=r"no longer serves BaichuanForCausalLM.*0\.23\.0"):
+    # registry.py _PREVIOUSLY_SUPPORTED_MODELS: "XverseForCausalLM": "0.23.0"
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["XverseForCausalLM"],
+                    ("model_type",), "xverse")
+    with pytest.raises(UnsupportedError, match=r"no longer serves XverseForCausalLM.*0\.23\.0"):
         describe_model(config, source="edited")
 
 
