@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from kvplan.config import coverage, deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
+from kvplan.config import coverage as _coverage
+from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
 from kvplan.config import drafts as _drafts
 from kvplan.config._common import SPECS_HINT, Cfg, architectures, text_cfg
 from kvplan.config.drafts import is_draft_architecture, mtp_draft
@@ -158,16 +159,16 @@ def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> Mo
 
 def coverage_refusal(source: str, archs: tuple[str, ...]) -> UnsupportedError | None:
     """The coverage table's refusal for these architectures, in words (None: not refused)."""
-    row = coverage.row_for(archs)
+    row = _coverage.row_for(archs)
     if row is not None:
         if row.refused and not row.pending:
             return UnsupportedError(f"{source}: {row.reason}", hint=SPECS_HINT)
         return None
     for arch in archs:
-        last = coverage.previously_supported(arch)
+        last = _coverage.previously_supported(arch)
         if last is not None:
             return UnsupportedError(
-                f"{source}: vLLM {coverage.registry()['vllm_version']} no longer serves {arch} "
+                f"{source}: vLLM {_coverage.registry()['vllm_version']} no longer serves {arch} "
                 f"(its last release with it is {last}), so there is no KV cache plan for it",
                 hint=SPECS_HINT)
     return None
