@@ -24,8 +24,8 @@ from kvplan.errors import ConfigError, UnsupportedError
 _CONFIG_ATTRS_MAPPING = {"llm_config": "text_config"}
 
 # vLLM: transformers_utils/config._CONFIG_REGISTRY entries that reuse a transformers class
-# under another model type (kimi_k2="DeepseekV3Config")
-_VLLM_CONFIG_ALIASES = {"kimi_k2": "deepseek_v3"}
+# under another model type (kimi_k2 and deepseek_v32 = "DeepseekV3Config")
+_VLLM_CONFIG_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}
 
 
 @dataclass(frozen=True)
