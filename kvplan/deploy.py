@@ -148,12 +148,15 @@ def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:
 
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
     text = _text_config(res.target_config, req.model)
-    kv_heads = text.get("num_key_value_heads")
+    # fields the config leaves to transformers' defaults (LLaVA's text_config) come from the
+    # description the adapters built
+    kv_heads = text.get("num_key_value_heads") or next(
+        (layer.num_kv_heads for layer in res.target.layers if layer.num_kv_heads), None)
     w = res.memo.get("target_weights")  # fit and sweeps re-plan the same model
     if w is None:
         if res.weight_headers:
-            w = weights.weight_bytes_from_safetensors(res.weight_headers,
-                                                      num_layers=text.get("num_hidden_layers"),
+            layers = text.get("num_hidden_layers") or len(res.target.layers)
+            w = weights.weight_bytes_from_safetensors(res.weight_headers, num_layers=layers,
                                                       num_kv_heads=kv_heads)
         else:
             w = weights.weight_bytes_from_config(res.target_config,

@@ -288,6 +288,14 @@ def test_nested_text_config_and_mtp_and_vision():
     assert no_vis.total == pc.total - pc.other
 
 
+def test_fields_transformers_defaults_are_not_required():
+    # {"model_type": "llama"} alone: LlamaConfig's defaults are the Llama-2-7B shape — hidden 4096,
+    # 32 layers, 32 heads, intermediate 11008, vocab 32000, untied head. Per layer
+    # 4·4096² (q,k,v,o) + 3·4096·11008 (gate, up, down) + 2·4096 (norms) = 202,383,360;
+    # × 32 = 6,476,267,520; + 2·32000·4096 (embedding + head) + 4096 (final norm) = 6,738,415,616
+    assert count_parameters({"model_type": "llama"}).total == 6_738_415_616
+
+
 def test_every_config_can_be_estimated():
     for d in sorted(p for p in CONFIGS.iterdir() if p.is_dir()):
         c = json.loads((d / "config.json").read_text())
@@ -301,7 +309,7 @@ def test_every_config_can_be_estimated():
 
 def test_missing_fields_are_config_errors():
     with pytest.raises(ConfigError):
-        count_parameters({"model_type": "llama"})
+        count_parameters({"model_type": "no_such_model_type"})
     with pytest.raises(ConfigError):
         count_parameters([1, 2])  # type: ignore[arg-type]
     with pytest.raises(ConfigError):

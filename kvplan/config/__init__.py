@@ -7,9 +7,10 @@ Public entry points:
   draft head (DFlash / DFlash2, EAGLE, EAGLE3);
 * `mtp_draft(target, num_layers=None)` — the target's own MTP module(s).
 
-Dispatch follows vLLM: the first `architectures` entry kvplan has an adapter for, else
-`model_type` (of the config, then of its nested text config); a config that states its layer kinds
-(`layer_types`) gets the generic adapter, anything else is an UnsupportedError.
+Dispatch follows vLLM: the first `architectures` entry kvplan has a fast adapter for; else the
+refusal the coverage table (kvplan/data/coverage.csv) gives that architecture; else the fast
+adapter of `model_type`; else transformers' configuration class resolves the config and the
+generic decoder (`resolved.py`) plans it from vLLM's generic accessors.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from kvplan.config import coverage as _coverage
 from kvplan.config import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
 from kvplan.config import deepseek_v4 as deepseek_v4
 from kvplan.config import drafts as _drafts
@@ -146,16 +148,56 @@ def supported_architectures() -> tuple[str, ...]:
     return tuple(sorted(_BY_ARCH))
 
 
+def adapter_name(adapter: _Adapter) -> str:
+    """The name the coverage table uses for a fast adapter (`adapter:<name>`)."""
+    if isinstance(adapter, partial):
+        return str(adapter.keywords.get("family") or adapter.func.__name__.removeprefix("describe_"))
+    return adapter.__name__.removeprefix("describe_")
+
+
+def fast_adapter_names() -> dict[str, str]:
+    """Architecture → fast adapter name, for the coverage table's consistency test."""
+    return {arch: adapter_name(adapter) for arch, adapter in _BY_ARCH.items()}
+
+
 def _pick(top: Cfg) -> _Adapter:
-    for arch in architectures(top):
+    archs = architectures(top)
+    for arch in archs:
         if arch in _BY_ARCH:
             return _BY_ARCH[arch]
-    text = text_cfg(top)
-    for cfg in (top, text):
-        model_type = cfg.get("model_type")
-        if isinstance(model_type, str) and model_type in _BY_MODEL_TYPE:
-            return _BY_MODEL_TYPE[model_type]
-    return generic.describe_generic
+    refusal = coverage_refusal(top.source, archs)
+    if refusal is not None:
+        raise refusal
+    model_type = top.get("model_type")
+    if isinstance(model_type, str) and model_type in _BY_MODEL_TYPE:
+        return _BY_MODEL_TYPE[model_type]
+    return _describe_through_transformers
+
+
+def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> ModelDescription:
+    """Every config the fast adapters do not cover: transformers resolves it (lazily imported).
+    A type transformers has no class for still reaches a fast adapter by its text model_type."""
+    from kvplan.config.resolve import has_config_class
+    from kvplan.config.resolved import describe_resolved, encoder_cache_note
+    model_type = top.get("model_type")
+    text_type = text_cfg(top).get("model_type")
+    if not isinstance(model_type, str) or not has_config_class(model_type):
+        if isinstance(text_type, str) and text_type in _BY_MODEL_TYPE:
+            desc = _BY_MODEL_TYPE[text_type](top, quant)
+            note = encoder_cache_note(architectures(top))
+            return desc if note is None else desc.model_copy(
+                update={"warnings": desc.warnings + (note,)})
+        return generic.describe_generic(top, quant)  # plans from layer_types, or refuses
+    return describe_resolved(top, quant, _BY_MODEL_TYPE)
+
+
+def coverage_refusal(source: str, archs: tuple[str, ...]) -> UnsupportedError | None:
+    """The coverage table's refusal for these architectures, in words (None: not refused)."""
+    row = _coverage.row_for(archs)
+    if row is not None:
+        if row.refused and not row.pending:
+            return UnsupportedError(f"{source}: {row.reason}", hint=SPECS_HINT)
+    return None
 
 
 def describe_model(config: Mapping[str, Any], *, source: str,

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.errors import ConfigError, KvplanError, UnsupportedError
+from kvplan.max_len import POSSIBLE_KEYS
 from kvplan.model import (
     LayerDescription,
     LayerKind,
@@ -263,6 +264,9 @@ def num_layers_of(cfg: Cfg) -> int:
 
 # --- dtype ------------------------------------------------------------------------------------
 
+FLOAT32_NOTE = ("config dtype is float32: vLLM's --dtype auto runs such checkpoints in bfloat16 "
+                "on GPUs that support it (config.model._resolve_auto_dtype)")
+
 _DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "torch.bfloat16": "bfloat16",
     "float16": "float16", "fp16": "float16", "half": "float16", "torch.float16": "float16",
@@ -295,8 +299,7 @@ def model_dtype(top: Cfg, text: Cfg) -> str:
         raise cfg.error(f"field '{cfg.field(key)}' = {value!r} is not a model dtype kvplan knows "
                         "(bfloat16, float16, float32)")
     if name == "float32":
-        top.warn("config dtype is float32: vLLM's --dtype auto runs such checkpoints in bfloat16 "
-                 "on GPUs that support it (config.model._resolve_auto_dtype)")
+        top.warn(FLOAT32_NOTE)
     return name
 
 
@@ -317,14 +320,26 @@ def json_repr(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def max_positions(text: Cfg) -> int | None:
-    return text.get_int("max_position_embeddings", None)
+def max_positions(text: Cfg, top: Cfg | None = None) -> int | None:
+    """`max_position_embeddings`; absent → what transformers' configuration class defaults it to
+    (e.g. Gemma3TextConfig's 131072), resolved lazily: only this rare case imports transformers."""
+    value = text.get_int("max_position_embeddings", None)
+    if value is not None or top is None:
+        return value
+    from kvplan.config.accessors import derive_max_model_len
+    from kvplan.config.resolve import resolve
+    try:
+        derived, key = derive_max_model_len(resolve(top.data, top.source))
+    except KvplanError:
+        return None
+    if derived is not None:
+        top.warn(f"'{text.field('max_position_embeddings')}' is absent: used transformers' "
+                 f"default {key} = {derived}")
+    return derived
 
 
 # vLLM: ModelArchConfigConvertorBase.derive_max_model_len_and_key's keys, + longrope's default
-MAX_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-                   "model_max_length", "max_target_positions", "max_sequence_length",
-                   "max_seq_length", "seq_len", "original_max_position_embeddings")
+MAX_LENGTH_KEYS = (*POSSIBLE_KEYS, "original_max_position_embeddings")
 
 
 def max_length_fields(text: Cfg) -> tuple[tuple[str, int], ...]:
@@ -357,22 +372,31 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
            quantization: QuantizationInfo, mamba_ssm_dtype: str | None = None,
            num_nextn_predict_layers: int = 0, mtp_layers: Iterable[LayerDescription] = (),
            use_mla: bool = False, model_type: str | None = None,
-           dtype: str | None = None, model_sliding_window: int | None = None
-           ) -> ModelDescription:
+           dtype: str | None = None, model_sliding_window: int | None = None,
+           length_defaults: Mapping[str, int] | None = None) -> ModelDescription:
+    """The description. `length_defaults`: the length keys a config class kvplan reads by hand
+    sets when config.json omits them (e.g. MiniCPM3Config's max_position_embeddings 32768)."""
+    lengths = dict(length_defaults or {}) | dict(max_length_fields(text))
+    if length_defaults is not None:
+        max_pos = lengths.get("max_position_embeddings")
+    else:
+        max_pos = max_positions(text, top)  # absent → transformers' class default (lazy)
+        if max_pos is not None and not lengths:
+            lengths["max_position_embeddings"] = max_pos
     return ModelDescription(
         source=top.source,
         model_type=model_type or str(top.get("model_type", text.get("model_type", ""))),
         architectures=architectures(top),
         family=family,
         dtype=dtype or model_dtype(top, text),
-        max_position_embeddings=max_positions(text),
+        max_position_embeddings=max_pos,
         layers=tuple(layers),
         quantization=quantization,
         mamba_ssm_dtype=mamba_ssm_dtype,
         num_nextn_predict_layers=num_nextn_predict_layers,
         mtp_layers=tuple(mtp_layers),
         model_sliding_window=model_sliding_window,
-        max_length_fields=max_length_fields(text),
+        max_length_fields=tuple(lengths.items()),
         rope_scaling=rope_scaling(text),
         use_mla=use_mla,
         is_encoder_decoder=bool(top.get("is_encoder_decoder", False)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from kvplan.config._common import Cfg
-from kvplan.config._plain import class_int, derived_max_len, plain_model, uniform_layers
+from kvplan.config._plain import class_int, class_lengths, plain_model, uniform_layers
 from kvplan.errors import UnsupportedError
 from kvplan.model import ModelDescription
 
@@ -43,9 +43,9 @@ def describe_chatglm(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
                  f"{head_size}: vLLM's GLMAttention uses the latter as the head size")
     # ChatGLMConfig: max_position_embeddings = seq_length (default 2048)
     seq_length = class_int(top, ("seq_length",), 2048, _CLS)
-    max_len = derived_max_len(top, {"seq_length": seq_length,
-                                    "max_position_embeddings": seq_length})
+    lengths = class_lengths(top, {"seq_length": seq_length,
+                                  "max_position_embeddings": seq_length})
     layers = uniform_layers(n, "transformer.encoder.layers.{}.self_attention.attn",
                             kv_heads=kv, head_size=head_size)
     return plain_model(top, top, hf_quant_config, family="chatglm", layers=layers,
-                       max_len=max_len)
+                       lengths=lengths)

@@ -7,7 +7,7 @@ configuration_exaone.py (ExaoneConfig), whose defaults are applied here by hand.
 from __future__ import annotations
 
 from kvplan.config._common import Cfg
-from kvplan.config._plain import class_int, derived_max_len, plain_model, uniform_layers
+from kvplan.config._plain import class_int, class_lengths, plain_model, uniform_layers
 from kvplan.model import ModelDescription
 
 # LGAI-EXAONE/EXAONE-3.5-*/configuration_exaone.py: num_layers=32, num_attention_heads=32,
@@ -23,7 +23,7 @@ def describe_exaone(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     heads = class_int(top, ("num_attention_heads",), 32, _CLS)
     kv = top.get_int("num_key_value_heads", None) or heads
     head_size = top.get_int("head_dim", None) or class_int(top, ("hidden_size",), 2048, _CLS) // heads
-    max_len = derived_max_len(top, {"max_position_embeddings": 2048}, _CLS)
+    lengths = class_lengths(top, {"max_position_embeddings": 2048}, _CLS)
     layers = uniform_layers(n, "transformer.h.{}.attn.attention.attn", kv_heads=kv,
                             head_size=head_size)
-    return plain_model(top, top, hf_quant_config, family="exaone", layers=layers, max_len=max_len)
+    return plain_model(top, top, hf_quant_config, family="exaone", layers=layers, lengths=lengths)

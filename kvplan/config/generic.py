@@ -1,4 +1,5 @@
-"""A fallback for architectures kvplan has no adapter for but whose config states its layer kinds."""
+"""A fallback for model types neither kvplan nor transformers knows, whose config states its layer
+kinds (everything transformers knows goes through `resolved.py`)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,15 @@ def describe_generic(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     text = text_cfg(top)
     model_type = str(text.get("model_type", top.get("model_type", "?")))
     archs = ", ".join(architectures(top)) or "none"
-    n = num_layers_of(text)
-    types = layer_types(text, n)
-    if types is None:
+    if not text.has("layer_types"):  # the missing adapter is the cause, not a missing field
         raise UnsupportedError(
             f"{top.source}: no kvplan adapter for model_type {model_type!r} "
-            f"(architectures: {archs}) and the config has no 'layer_types' field stating each "
-            "layer's kind",
+            f"(architectures: {archs}), transformers has no configuration class for it, and "
+            "the config has no 'layer_types' field stating each layer's kind",
             hint=SPECS_HINT)
+    n = num_layers_of(text)
+    types = layer_types(text, n)
+    assert types is not None
     unknown = sorted(set(types) - set(_KNOWN))
     if unknown:
         raise UnsupportedError(

@@ -7,7 +7,7 @@ configuration_internlm2.py (InternLM2Config), whose defaults are applied here by
 from __future__ import annotations
 
 from kvplan.config._common import Cfg
-from kvplan.config._plain import class_int, derived_max_len, plain_model, uniform_layers
+from kvplan.config._plain import class_int, class_lengths, plain_model, uniform_layers
 from kvplan.model import ModelDescription
 
 # internlm/internlm2*/configuration_internlm2.py: num_hidden_layers=32, num_attention_heads=32,
@@ -22,7 +22,7 @@ def describe_internlm2(top: Cfg, hf_quant_config: dict | None) -> ModelDescripti
     heads = class_int(top, ("num_attention_heads",), 32, _CLS)
     kv = top.get_int("num_key_value_heads", None) or heads
     head_size = class_int(top, ("hidden_size",), 4096, _CLS) // heads
-    max_len = derived_max_len(top, {"max_position_embeddings": 2048}, _CLS)
+    lengths = class_lengths(top, {"max_position_embeddings": 2048}, _CLS)
     layers = uniform_layers(n, "model.layers.{}.attention.attn", kv_heads=kv, head_size=head_size)
     return plain_model(top, top, hf_quant_config, family="internlm2", layers=layers,
-                       max_len=max_len)
+                       lengths=lengths)

@@ -64,9 +64,6 @@ def describe_kimi_linear(top: Cfg, hf_quant_config: dict[str, Any] | None) -> Mo
                                            model_version=version))
         else:
             layers.append(mla(i, name, kv_lora_rank=rank, qk_rope_head_dim=rope))
-    desc = finish(top, text, family="kimi_linear", layers=layers,
-                  quantization=quantization_info(top, text, hf_quant_config), use_mla=True)
-    if desc.max_position_embeddings is None:
-        desc = desc.model_copy(update={"max_position_embeddings":
-                                       KIMI_LINEAR_DEFAULT_MAX_POSITIONS})
-    return desc
+    return finish(top, text, family="kimi_linear", layers=layers,
+                  quantization=quantization_info(top, text, hf_quant_config), use_mla=True,
+                  length_defaults={"max_position_embeddings": KIMI_LINEAR_DEFAULT_MAX_POSITIONS})

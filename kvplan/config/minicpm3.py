@@ -8,7 +8,7 @@ Defaults are transformers' MiniCPM3Config (models/minicpm3/configuration_minicpm
 from __future__ import annotations
 
 from kvplan.config._common import Cfg
-from kvplan.config._plain import class_int, derived_max_len, plain_model, uniform_layers
+from kvplan.config._plain import class_int, class_lengths, plain_model, uniform_layers
 from kvplan.model import ModelDescription
 
 _CLS = "transformers MiniCPM3Config"
@@ -22,8 +22,8 @@ def describe_minicpm3(top: Cfg, hf_quant_config: dict | None) -> ModelDescriptio
     heads = class_int(top, ("num_attention_heads",), 40, _CLS)
     head_size = (class_int(top, ("qk_nope_head_dim",), 64, _CLS)
                  + class_int(top, ("qk_rope_head_dim",), 32, _CLS))
-    max_len = derived_max_len(top, {"max_position_embeddings": 32768}, _CLS)
+    lengths = class_lengths(top, {"max_position_embeddings": 32768}, _CLS)
     layers = uniform_layers(n, "model.layers.{}.self_attn.attn", kv_heads=heads,
                             head_size=head_size)
     return plain_model(top, top, hf_quant_config, family="minicpm3", layers=layers,
-                       max_len=max_len)
+                       lengths=lengths)

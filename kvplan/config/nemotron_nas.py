@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvplan.config._common import Cfg, attention, attn_name, no_kv
-from kvplan.config._plain import class_int, derived_max_len, plain_model
+from kvplan.config._plain import class_int, class_lengths, plain_model
 from kvplan.errors import UnsupportedError
 from kvplan.model import LayerDescription, ModelDescription
 
@@ -53,6 +53,6 @@ def describe_nemotron_nas(top: Cfg, hf_quant_config: dict | None) -> ModelDescri
                      "nemotron_nas.py: planned as full attention")
         layers.append(attention(i, attn_name(i), kv_heads=heads // group, head_size=head_size))
     # LlamaConfig.max_position_embeddings = 2048
-    max_len = derived_max_len(top, {"max_position_embeddings": 2048}, _CLS)
+    lengths = class_lengths(top, {"max_position_embeddings": 2048}, _CLS)
     return plain_model(top, top, hf_quant_config, family="nemotron_nas", layers=layers,
-                       max_len=max_len)
+                       lengths=lengths)

@@ -487,6 +487,23 @@ def _vision_tensors(vc: Mapping[str, Any], out_hidden: int) -> list[VirtualTenso
 
 def config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | None = None,
                            include_vision: bool = True) -> tuple[list[VirtualTensor], list[str], int]:
+    """`_config_virtual_tensors`; a field the config leaves to transformers' defaults (LLaVA's
+    text_config has no hidden_size) is read from transformers' configuration class (lazily)."""
+    try:
+        return _config_virtual_tensors(config, draft_method=draft_method,
+                                       include_vision=include_vision)
+    except ConfigError:
+        from kvplan.config.resolved import filled_by_transformers
+        filled = filled_by_transformers(config) if isinstance(config, Mapping) else None
+        if filled is None:
+            raise
+        return _config_virtual_tensors(filled, draft_method=draft_method,
+                                       include_vision=include_vision)
+
+
+def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | None = None,
+                            include_vision: bool = True
+                            ) -> tuple[list[VirtualTensor], list[str], int]:
     """The tensors a checkpoint of this config holds, as implied by the config.
 
     Returns (tensors, warnings, number of decoder layers the model loads). `draft_method`

@@ -155,7 +155,8 @@ def test_qwen3_use_sliding_window_from_max_window_layers() -> None:
     base = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "dtype": "bfloat16",
             "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
             "num_key_value_heads": 2, "head_dim": 128, "use_sliding_window": True,
-            "sliding_window": 4096, "max_window_layers": 0}
+            "sliding_window": 4096, "max_window_layers": 0,
+            "max_position_embeddings": 40960}
     m = describe_model(base, source="hand-written")
     assert m.kind_counts() == {"sliding_window": 4}
     assert one(layer.sliding_window for layer in m.layers) == 4096

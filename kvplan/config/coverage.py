@@ -1,0 +1,91 @@
+"""vLLM's model registry and how kvplan plans each architecture, as committed data.
+
+* `kvplan/data/vllm_registry_0.34.0.json` — vLLM 0.34.0's registry (tools/vllm_registry.py):
+  architecture → module, class, registry tables, interfaces, attention building blocks.
+* `kvplan/data/coverage.csv` — one row per registry architecture: the kvplan path that plans it
+  (`adapter:<name>`, `generic`, `draft:<method>`) or `refused:<reason>` with the reason in words,
+  and `pending` naming the branch that brings the path when it is not in this one yet.
+
+Reading them is cheap (no transformers); both are loaded once, on first use.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+REGISTRY_FILE = "vllm_registry_0.34.0.json"
+COVERAGE_FILE = "coverage.csv"
+COVERAGE_COLUMNS = ("architecture", "category", "path", "pending", "reason")
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    architecture: str
+    category: str  # vLLM registry table(s), e.g. text_generation, multimodal, embedding
+    path: str  # adapter:<name> | generic | draft:<method> | refused:<code>
+    pending: str  # "" when this branch plans it as `path` says, else the owner of that path
+    reason: str  # why it is refused, or a note on how it is planned
+
+    @property
+    def refused(self) -> bool:
+        return self.path.startswith("refused:")
+
+
+def _data(name: str) -> Any:
+    return resources.files("kvplan").joinpath("data", name)
+
+
+@cache
+def registry() -> dict[str, Any]:
+    with _data(REGISTRY_FILE).open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+@cache
+def coverage() -> dict[str, CoverageRow]:
+    with _data(COVERAGE_FILE).open(encoding="utf-8", newline="") as fh:
+        rows = [CoverageRow(**{k: (r.get(k) or "") for k in COVERAGE_COLUMNS})
+                for r in csv.DictReader(fh)]
+    return {r.architecture: r for r in rows}
+
+
+def row_for(archs: tuple[str, ...]) -> CoverageRow | None:
+    """The coverage row of the first architecture vLLM would pick (the first it registers)."""
+    table = coverage()
+    for arch in archs:
+        if arch in table:
+            return table[arch]
+    return None
+
+
+def registry_entry(arch: str) -> dict[str, Any] | None:
+    entry: dict[str, Any] | None = registry()["architectures"].get(arch)
+    return entry
+
+
+def previously_supported(arch: str) -> str | None:
+    """The last vLLM release that served `arch`, for architectures vLLM 0.34 dropped."""
+    value: str | None = registry()["previously_supported"].get(arch)
+    return value
+
+
+def is_multimodal(arch: str) -> bool:
+    entry = registry_entry(arch)
+    return entry is not None and "SupportsMultiModal" in entry["interfaces"]
+
+
+def uses_per_layer_window(arch: str | None) -> bool:
+    """Whether vLLM's model code gives "sliding_attention" layers their own window
+    (Attention(per_layer_sliding_window=...)); else every layer gets CacheConfig.sliding_window.
+    Architectures vLLM does not register run on its Transformers backend, which does
+    (models/transformers/base.py)."""
+    entry = registry_entry(arch) if arch else None
+    if entry is None or "inner_language_model" in entry["features"]:
+        return True
+    return "per_layer_sliding_window" in entry["features"]
