@@ -30,8 +30,8 @@ fuzz: install
 	KVPLAN_FUZZ_EXAMPLES=10000 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
 schema: install
-	$(BIN)/python -m kvplan.plan > docs/plan.schema.json
-	$(BIN)/python -m kvplan.fit > docs/fit.schema.json
+	$(BIN)/python -m kvplan.analysis.plan > docs/plan.schema.json
+	$(BIN)/python -m kvplan.pipeline.fit > docs/fit.schema.json
 
 # the wheel in a fresh virtualenv (not editable): CLI, `python -m kvplan`, package data, API
 wheel-check: install

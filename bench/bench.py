@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from kvplan.engine.planner import PlannerInput, plan
-from kvplan.specfile import load_spec_file
-from kvplan.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.sources.specfile import load_spec_file
+from kvplan.engine.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "tests" / "data" / "golden" / "cases" / "seed_dflash_qwen35_27b.json"
@@ -107,9 +107,9 @@ def main() -> None:
     t, n = timeit(lambda: plan(seed))
     rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
     # a sweep: 3 GPUs × 3 KV dtypes × 2,000 lengths, configs read once, grouping reused
-    from kvplan.build import Deployment
-    from kvplan.deploy import Request
-    from kvplan.sweep import run_sweep
+    from kvplan.models.build import Deployment
+    from kvplan.pipeline.deploy import Request
+    from kvplan.pipeline.sweep import run_sweep
 
     req = Request(model=str(LLAMA), deployment=Deployment(max_num_batched_tokens=8192))
     lengths = list(range(1024, 2048 * 1024 + 1, 1024))
@@ -121,7 +121,7 @@ def main() -> None:
                  f"{dt:.2f} s", f"{sw.plans_evaluated / dt:,.0f} plans/s"))
     # kvplan fit: every priced catalogue GPU × TP × PP × KV dtype × draft on/off (no pruning),
     # then the default search (pruned: stops once nothing left can be cheaper)
-    from kvplan.fit import search
+    from kvplan.pipeline.fit import search
 
     fit_req = Request(model=str(QWEN), draft=str(DFLASH),
                       deployment=Deployment(num_speculative_tokens=7))

@@ -1,4 +1,4 @@
-"""Fit the non-torch / activation / CUDA-graph terms of kvplan.budget on real vLLM start-up logs.
+"""Fit the non-torch / activation / CUDA-graph terms of kvplan.budget.kv_memory on real vLLM start-up logs.
 
     python bench/calibrate.py            # print the fitted constants (paste them into budget.py)
     python bench/calibrate.py --table    # the comparison table of docs/calibration.md
@@ -236,7 +236,7 @@ def fit(rows: list[Row]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------------------
-# Comparison with kvplan.budget
+# Comparison with kvplan.budget.kv_memory
 
 
 @dataclass(frozen=True)
@@ -266,7 +266,7 @@ class Comparison:
 
 def compare(rows: list[Row] | None = None) -> list[Comparison]:
     sys.path.insert(0, str(ROOT))
-    from kvplan.budget import estimate_budget
+    from kvplan.budget.kv_memory import estimate_budget
 
     out = []
     for r in rows if rows is not None else load_rows():
@@ -301,7 +301,7 @@ def summary(comps: list[Comparison]) -> dict[str, float]:
 
 
 def predict_kv_gib(r: Row, k: dict[str, float]) -> float:
-    """kvplan's estimate for one row with constants `k` (the formulas of kvplan.budget, for the
+    """kvplan's estimate for one row with constants `k` (the formulas of kvplan.budget.kv_memory, for the
     releases in the data: no CUDA-graph term, no extensible cache). Used for leave-one-out."""
     if r.tp == 1 and r.pp == 1:
         nt = k["NON_TORCH_TP1_GIB"]
@@ -337,9 +337,9 @@ WEIGHT_CONFIGS = {  # row model substring → folder under tests/data/hf-configs
 
 def end_to_end(rows: list[Row]) -> list[tuple[Row, float, float]]:
     """(row, estimated weight GiB per rank, KV error with estimated weights) where a config is at
-    hand: the weights come from kvplan.weights.weight_bytes_from_config, not from the log."""
+    hand: the weights come from kvplan.budget.weights.weight_bytes_from_config, not from the log."""
     sys.path.insert(0, str(ROOT))
-    from kvplan.weights import weight_bytes_from_config
+    from kvplan.budget.weights import weight_bytes_from_config
 
     out = []
     comps = {c.row.index: c for c in compare(rows)}

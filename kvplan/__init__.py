@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from kvplan.api import check, check_specs, sweep
+    from kvplan.analysis.plan import Plan
+    from kvplan.api import check, check_specs, fit, sweep
     from kvplan.errors import (
         ConfigError,
         HubError,
@@ -22,17 +23,18 @@ if TYPE_CHECKING:
         OptionError,
         UnsupportedError,
     )
-    from kvplan.plan import Plan
-    from kvplan.sweep import Sweep
+    from kvplan.pipeline.fit import FitResult
+    from kvplan.pipeline.sweep import Sweep
 
 # public name → the module that defines it
 _LAZY = {"check": "kvplan.api", "check_specs": "kvplan.api", "sweep": "kvplan.api",
-         "Plan": "kvplan.plan", "Sweep": "kvplan.sweep",
+         "fit": "kvplan.api", "Plan": "kvplan.analysis.plan", "Sweep": "kvplan.pipeline.sweep",
+         "FitResult": "kvplan.pipeline.fit",
          **{e: "kvplan.errors" for e in ("KvplanError", "InputError", "OptionError", "ConfigError",
                                           "UnsupportedError", "HubError")}}
 
-__all__ = ["ConfigError", "HubError", "InputError", "KvplanError", "OptionError", "Plan", "Sweep",
-           "UnsupportedError", "__version__", "check", "check_specs", "sweep"]
+__all__ = ["ConfigError", "FitResult", "HubError", "InputError", "KvplanError", "OptionError", "Plan",
+           "Sweep", "UnsupportedError", "__version__", "check", "check_specs", "fit", "sweep"]
 
 
 def __getattr__(name: str) -> Any:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from kvplan.errors import InputError, OptionError
 
 if TYPE_CHECKING:
-    from kvplan.build import Deployment
-    from kvplan.fit import FitResult
-    from kvplan.plan import Plan
-    from kvplan.sweep import Sweep
+    from kvplan.analysis.plan import Plan
+    from kvplan.models.build import Deployment
+    from kvplan.pipeline.fit import FitResult
+    from kvplan.pipeline.sweep import Sweep
 
 __all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "fit",
            "sweep"]
@@ -81,7 +81,7 @@ class SpecsOptions(TypedDict, total=False):
 
 
 class SweepOptions(TypedDict, total=False):
-    """`kvplan.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
+    """`kvplan.pipeline.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
 
     max_model_len: str | int | list[int]  # "8k..1M", "8k,32k,128k", 131072 or [8192, 32768]
     allow_long_max_model_len: bool
@@ -99,7 +99,7 @@ class SweepOptions(TypedDict, total=False):
 
 
 class FitOptions(TypedDict, total=False):
-    """`kvplan.fit` options: `kvplan fit` flags (the model, draft and scheduler flags of check;
+    """`kvplan.pipeline.fit` options: `kvplan fit` flags (the model, draft and scheduler flags of check;
     the GPU, KV dtype and parallel layout are searched)."""
 
     gpu: str | list[str] | None  # default: every catalogue GPU with a price
@@ -140,7 +140,7 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     _need_str(model, "model")
     if draft is not None:
         _need_str(draft, "draft")
-    from kvplan.deploy import Request, evaluate
+    from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
@@ -166,7 +166,7 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
 def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, auto: bool
                 ) -> Deployment:
     """The `Deployment` that check and fit plan: the flags, else `--speculative-config`'s keys."""
-    from kvplan.build import Deployment
+    from kvplan.models.build import Deployment
 
     return Deployment(
         vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
@@ -203,9 +203,9 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     o = _options(options, SpecsOptions, "check_specs")
     from dataclasses import replace
 
+    from kvplan.analysis.plan import build_plan
     from kvplan.engine.planner import plan as run_plan
-    from kvplan.plan import build_plan
-    from kvplan.specfile import load_spec_file
+    from kvplan.sources.specfile import load_spec_file
     from kvplan.units import GiB, parse_kv_cache_memory_bytes
 
     if isinstance(path_or_dict, Mapping):
@@ -229,7 +229,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     result = run_plan(inp)
     explanation = None
     if o.get("explain", False):
-        from kvplan.explain import Explanation, causes, what_ifs_for_input
+        from kvplan.analysis.explain import Explanation, causes, what_ifs_for_input
 
         explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
     label = o.get("model")
@@ -245,9 +245,9 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
     """
     o = _options(options, SweepOptions, "sweep")
     _need_str(model, "model")
-    from kvplan.build import Deployment
-    from kvplan.deploy import Request
-    from kvplan.sweep import parse_lengths, run_sweep
+    from kvplan.models.build import Deployment
+    from kvplan.pipeline.deploy import Request
+    from kvplan.pipeline.sweep import parse_lengths, run_sweep
     from kvplan.units import parse_size_bytes
 
     raw_lengths = o.get("max_model_len", "8k..1M")
@@ -280,8 +280,8 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     """
     o = _options(options, FitOptions, "fit")
     _need_str(model, "model")
-    from kvplan.deploy import Request
-    from kvplan.fit import parse_price, parse_prices_file, search
+    from kvplan.pipeline.deploy import Request
+    from kvplan.pipeline.fit import parse_price, parse_prices_file, search
 
     mml, auto = parse_max_model_len(max_model_len)
     if auto or mml is None:

@@ -7,6 +7,12 @@ EXIT_DOES_NOT_FIT = 1
 EXIT_BAD_INPUT = 2
 
 
+# the way out for any architecture kvplan cannot read: a hand-written layer list
+SPECS_HINT = (
+    "kvplan can plan any model from a hand-written layer list: "
+    "`kvplan check --specs FILE.json` (see `kvplan check --help`)."
+)
+
 class KvplanError(Exception):
     """A user-facing failure: one-line message, a hint (a default per class), exit code."""
 

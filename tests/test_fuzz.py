@@ -10,11 +10,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvplan.build import Deployment, build
-from kvplan.config import describe_model
 from kvplan.engine.planner import plan
 from kvplan.errors import KvplanError
-from kvplan.specfile import load_spec_file
+from kvplan.models import describe_model
+from kvplan.models.build import Deployment, build
+from kvplan.sources.specfile import load_spec_file
 
 EXAMPLES = int(os.environ.get("KVPLAN_FUZZ_EXAMPLES", "150"))
 CONFIGS = sorted((Path(__file__).parent / "data" / "hf-configs").glob("*/config.json"))

@@ -14,9 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-from kvplan.config import fast_adapter_names
-from kvplan.config.drafts import is_draft_architecture
-from kvplan.config.coverage import COVERAGE_COLUMNS, registry
+from kvplan.models import fast_adapter_names
+from kvplan.models.drafts import is_draft_architecture
+from kvplan.models.coverage import COVERAGE_COLUMNS, registry
 
 TABLE = Path(__file__).resolve().parents[1] / "kvplan" / "data" / "coverage.csv"
 POOLING = {"embedding", "late_interaction", "reward", "token_classification",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from enum import StrEnum
 
-from kvplan.specs import AttentionSpec, MLAAttentionSpec, MultipleOf, SlidingWindowMLASpec
+from kvplan.engine.specs import AttentionSpec, MLAAttentionSpec, MultipleOf, SlidingWindowMLASpec
 from kvplan.units import KVQuantMode, dtype_size_bytes, nvfp4_kv_cache_full_dim
 
 FP32_BYTES = 4

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from kvplan.engine.backends import Backend, kernel_block_sizes, min_kernel_block
 from kvplan.engine.profiles import SwBlockRule, VllmProfile
+from kvplan.engine.specs import MultipleOf
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.specs import MultipleOf
 from kvplan.units import KVQuantMode, cdiv, kv_quant_mode, lcm
 
 KernelSizes = tuple[int | MultipleOf, ...]

@@ -14,8 +14,7 @@ from typing import Any
 from kvplan.engine.grouping import GroupingResult, KVCacheGroup, get_kv_cache_groups
 from kvplan.engine.layout import is_block_outermost, resolve_layout
 from kvplan.engine.profiles import PROFILES, ErrorText, PoolStrideRule, VllmProfile, get_profile
-from kvplan.errors import InputError, UnsupportedError
-from kvplan.specs import (
+from kvplan.engine.specs import (
     AttentionSpec,
     DemandSettings,
     HiSparseHotSpec,
@@ -26,6 +25,7 @@ from kvplan.specs import (
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.units import cdiv, format_gib, lcm, round_up
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from kvplan.engine.planner import EngineResult
-from kvplan.specs import (
+from kvplan.engine.specs import (
     AttentionSpec,
     KVCacheSpec,
     MambaSpec,

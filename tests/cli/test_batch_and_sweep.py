@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from kvplan.cli import app
 from kvplan.engine.planner import plan, plan_lengths, replace_input
-from kvplan.specfile import load_spec_file
-from kvplan.sweep import parse_lengths
+from kvplan.pipeline.sweep import parse_lengths
+from kvplan.sources.specfile import load_spec_file
 from tests.golden import BUNDLED, load
 
 runner = CliRunner()

@@ -154,7 +154,7 @@ def test_negative_memory_flag_with_a_gpu_shows_requested_memory_and_weights() ->
 
 
 def test_no_memory_text_of_031_is_the_one_users_posted() -> None:
-    from kvplan.vllm_log import parse_vllm_log
+    from kvplan.sources.vllm_log import parse_vllm_log
 
     posted = parse_vllm_log((LOGS / "issue-vllm-backport-15-no-memory.log").read_bytes()).capacity_error
     assert posted is not None and posted.message == _oracle_no_memory_text("0.31.0")

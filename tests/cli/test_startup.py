@@ -46,6 +46,6 @@ def test_check_local_config_imports_nothing_heavy() -> None:
 def test_json_output_needs_no_rich() -> None:
     llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
     assert _heavy(["check", str(llama), "--kv-cache-memory", "20GiB", "--json"],
-                  ("rich", "kvplan.report")) == []
-    assert _heavy(["gpus", "--json"], ("rich", "kvplan.report", "kvplan.engine")) == []
+                  ("rich", "kvplan.output.report")) == []
+    assert _heavy(["gpus", "--json"], ("rich", "kvplan.output.report", "kvplan.engine")) == []
     assert _heavy(["gpus"], ("rich",)) == ["rich"]  # the probe sees rich when a table is drawn

@@ -14,7 +14,7 @@ from kvplan.engine.blocksize import (
     sliding_window_block_size,
 )
 from kvplan.engine.profiles import get_profile
-from kvplan.state_shapes import gdn_state_shapes
+from kvplan.engine.state_shapes import gdn_state_shapes
 
 FA = kernel_block_sizes(Backend.FLASH_ATTN)
 FI = kernel_block_sizes(Backend.FLASHINFER)

@@ -10,9 +10,7 @@ import pytest
 
 from kvplan.engine.grouping import _largest_divisor_at_most, merge_specs
 from kvplan.engine.planner import PlannerInput, plan
-from kvplan.errors import InputError
-from kvplan.specfile import build_spec, load_spec_file
-from kvplan.specs import (
+from kvplan.engine.specs import (
     CircularBufferSpec,
     DemandSettings,
     FullAttentionSpec,
@@ -26,6 +24,8 @@ from kvplan.specs import (
     spec_kind,
     uniform_type_base,
 )
+from kvplan.errors import InputError
+from kvplan.sources.specfile import build_spec, load_spec_file
 
 S = DemandSettings(max_model_len=32768, max_in_flight_tokens=8192,
                    max_num_encoder_input_tokens=4096)

@@ -8,7 +8,7 @@ import pytest
 from kvplan.engine.planner import plan
 from kvplan.engine.serialize import contract_dict
 from kvplan.errors import KvplanError
-from kvplan.specfile import load_spec_file
+from kvplan.sources.specfile import load_spec_file
 from tests.golden import contract, golden_runs, has_extra_spec_keys, load
 
 RUNS = golden_runs()

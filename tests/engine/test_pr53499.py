@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.engine.planner import plan
-from kvplan.specfile import load_spec_file
+from kvplan.sources.specfile import load_spec_file
 from tests.golden import BUNDLED, load
 
 SEED = load(BUNDLED / "cases" / "seed_dflash_qwen35_27b.json")

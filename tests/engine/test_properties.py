@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kvplan.engine.grouping import unify_page_size_fixed, unify_page_size_released
 from kvplan.engine.planner import PlannerInput, plan
-from kvplan.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.engine.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
 
 heads = st.sampled_from([1, 2, 4, 8, 16])
 head_sizes = st.sampled_from([64, 96, 128, 256])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import state_shapes as S
+from kvplan.engine import state_shapes as S
 from kvplan.engine.blocksize import sliding_window_block_size
 from kvplan.engine.profiles import get_profile
+from kvplan.engine.specs import MultipleOf
 from kvplan.errors import InputError
-from kvplan.specs import MultipleOf
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "vllm-functions"
 

@@ -1,0 +1,5 @@
+"""`python -m kvplan.cli` (the tests run the CLI this way)."""
+
+from kvplan.cli import main
+
+main()

@@ -1,0 +1,180 @@
+"""Engine-agnostic architecture facts, per layer, as a config states them.
+
+A `ModelDescription` holds what the checkpoint says (kinds, total heads, head dims, windows,
+MLA ranks, state-space dims, dtypes, quantization). It knows nothing of vLLM's rules: per-rank
+division, block sizes and page sizes are applied later (`kvplan.models.build`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LayerKind(StrEnum):
+    FULL_ATTENTION = "full_attention"
+    SLIDING_WINDOW = "sliding_window"
+    CHUNKED_LOCAL = "chunked_local"
+    MLA = "mla"
+    SLIDING_WINDOW_MLA = "sliding_window_mla"
+    CROSS_ATTENTION = "cross_attention"
+    ENCODER_ONLY = "encoder_only"
+    SINK_FULL_ATTENTION = "sink_full_attention"
+    MAMBA1 = "mamba1"
+    MAMBA2 = "mamba2"
+    GDN = "gdn"
+    SHORT_CONV = "short_conv"
+    LINEAR_ATTENTION = "linear_attention"
+    NO_KV = "no_kv"  # e.g. a KV-sharing layer or an MLP-only block: no cache of its own
+    # a sparse-attention indexer's own K cache (DeepSeek-V3.2 / GLM-5 lightning indexer): one
+    # uint8 row of head_size bytes per token, whatever --kv-cache-dtype says
+    MLA_INDEXER = "mla_indexer"
+    # Kimi delta attention (Kimi-Linear / Kimi-K3): GDN-shaped state (gdn dims with k = v heads
+    # and head dims), recurrent state in fp32 unless the layer reads mamba_ssm_cache_dtype
+    KDA = "kda"
+    # DeepSeek-V4 compressor state: an fp32 ring of the token group being compressed (a sliding
+    # window of its own block size)
+    COMPRESSOR_STATE = "compressor_state"
+
+    @property
+    def is_state(self) -> bool:
+        return self in (LayerKind.MAMBA1, LayerKind.MAMBA2, LayerKind.GDN,
+                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION, LayerKind.KDA)
+
+    @property
+    def is_attention(self) -> bool:
+        return not self.is_state and self is not LayerKind.NO_KV
+
+
+class Mamba1Dims(Frozen):
+    """transformers MambaConfig/JambaConfig fields: conv (K-1, I), ssm (I, N)."""
+    intermediate_size: PositiveInt
+    state_size: PositiveInt
+    conv_kernel: PositiveInt
+
+
+class Mamba2Dims(Frozen):
+    """Mamba2Config / NemotronH / FalconH1 / GraniteMoeHybrid fields."""
+    intermediate_size: int  # = num_heads * head_dim
+    state_size: PositiveInt
+    conv_kernel: PositiveInt
+    n_groups: PositiveInt
+    num_heads: PositiveInt
+    head_dim: PositiveInt
+
+
+class GdnDims(Frozen):
+    """Qwen3-Next / Qwen3.5 gated delta net: linear_* fields."""
+    num_k_heads: PositiveInt
+    num_v_heads: PositiveInt
+    head_k_dim: PositiveInt
+    head_v_dim: PositiveInt
+    conv_kernel: PositiveInt
+
+
+class ShortConvDims(Frozen):
+    """LFM2 short conv: conv (L_cache - 1, hidden_size)."""
+    conv_dim: PositiveInt
+    l_cache: PositiveInt
+
+
+class LinearAttentionDims(Frozen):
+    """MiniMax lightning / linear attention: state (heads, head_dim, head_dim)."""
+    num_heads: PositiveInt
+    head_dim: PositiveInt
+
+
+class LayerDescription(Frozen):
+    """One layer that may own KV cache (or state), with totals before any parallelism."""
+    index: int
+    name: str  # the attention/mixer module name vLLM registers, e.g. model.layers.3.self_attn.attn
+    kind: LayerKind
+    num_kv_heads: PositiveInt | None = None  # total, before TP
+    head_size: PositiveInt | None = None
+    head_size_v: NonNegativeInt | None = None  # None → head_size
+    sliding_window: PositiveInt | None = None
+    attention_chunk_size: PositiveInt | None = None
+    sink_len: NonNegativeInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_rope_head_dim: NonNegativeInt | None = None
+    index_head_dim: int | None = None  # DeepSeek V3.2 sparse indexer: its own K cache per layer
+    # a block size the layer fixes itself (vLLM hard-codes it; --block-size does not apply)
+    block_size: PositiveInt | None = None
+    tokens_per_state: PositiveInt | None = None  # compressed KV: one state per N tokens
+    model_version: str | None = None  # vLLM MLAAttentionSpec.model_version (e.g. deepseek_v4)
+    # a storage dtype the layer fixes itself (indexer caches), whatever --kv-cache-dtype says
+    fixed_dtype: str | None = None
+    backend: str | None = None  # an attention backend the model code picks itself (vLLM's name)
+    mamba1: Mamba1Dims | None = None
+    mamba2: Mamba2Dims | None = None
+    gdn: GdnDims | None = None
+    short_conv: ShortConvDims | None = None
+    linear_attention: LinearAttentionDims | None = None
+
+
+class QuantizationInfo(Frozen):
+    """What the checkpoint declares about quantization (config.json / hf_quant_config.json)."""
+    method: str | None = None  # fp8, modelopt, modelopt_fp4, compressed-tensors, awq, gptq, mxfp4...
+    weight_format: str | None = None  # e.g. FP8, NVFP4, MXFP4, int4
+    kv_cache_dtype: str | None = None  # KV dtype the checkpoint declares (e.g. fp8, nvfp4)
+    source: str | None = None  # which file/field said so
+
+
+class RopeScaling(Frozen):
+    """One RoPE parameter set of the text config (`rope_parameters`, or legacy `rope_scaling`;
+    one per layer type when nested). Only what vLLM's max-length rule reads."""
+    rope_type: str = "default"  # legacy `type` read as rope_type; su → longrope, mrope → default
+    factor: int | float | None = None  # as written (int stays int: it changes vLLM's message)
+
+
+class ModelDescription(Frozen):
+    """Architecture facts for one model (the target, or a draft head)."""
+    source: str  # hub id / path as given
+    model_type: str
+    architectures: tuple[str, ...] = ()
+    family: str  # the adapter that read it (llama, qwen3_next, deepseek_v3, ...)
+    dtype: str = "bfloat16"  # model dtype (torch name)
+    max_position_embeddings: int | None = None
+    layers: tuple[LayerDescription, ...]
+    quantization: QuantizationInfo = Field(default_factory=QuantizationInfo)
+    mamba_ssm_dtype: str | None = None  # the HF field vLLM copies into mamba_ssm_cache_dtype
+    num_nextn_predict_layers: int = 0  # MTP modules the checkpoint carries
+    # The KV-owning layers of the checkpoint's MTP module(s) as vLLM's MTP drafter builds them
+    # (num_nextn_predict_layers modules, vLLM's names), filled by the config adapter; empty when
+    # the checkpoint has none or vLLM has no MTP drafter for the architecture. Read by
+    # `kvplan.models.mtp_draft`.
+    mtp_layers: tuple[LayerDescription, ...] = ()
+    # vLLM's CacheConfig.sliding_window for this model: the config's sliding_window when its
+    # layer_types is absent or all sliding (engine/arg_utils.py), else None. Every Attention
+    # layer without a per-layer window falls back to it, draft layers included.
+    model_sliding_window: int | None = None
+    # vLLM's max-model-len inputs (config/model.py _get_and_verify_max_len): the length keys the
+    # text config sets (max_position_embeddings, n_positions, ..., original_max_position_embeddings)
+    # and its RoPE parameter sets (empty: no RoPE)
+    max_length_fields: tuple[tuple[str, int], ...] = ()
+    rope_scaling: tuple[RopeScaling, ...] = ()
+    use_mla: bool = False
+    # vLLM: use_sparse — DeepSeek sparse attention (DSA): MLA layers take the sparse MLA backends
+    sparse_mla: bool = False
+    is_encoder_decoder: bool = False
+    warnings: tuple[str, ...] = ()  # assumptions made while reading the config
+    # Draft heads only:
+    draft_method: str | None = None  # dflash, eagle, eagle3, mtp
+    num_target_layers: int | None = None
+
+    @property
+    def is_hybrid(self) -> bool:
+        """vLLM: ModelConfig.is_hybrid — attention and state layers in one model."""
+        kinds = {layer.kind for layer in self.layers}
+        return any(k.is_state for k in kinds) and any(k.is_attention for k in kinds)
+
+    def kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            counts[layer.kind.value] = counts.get(layer.kind.value, 0) + 1
+        return counts

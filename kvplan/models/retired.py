@@ -1,0 +1,33 @@
+"""Architectures vLLM no longer serves, refused with vLLM's own reason.
+
+Data: vLLM 0.34.0's model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS, as extracted
+into kvplan/data/vllm_registry_0.34.0.json (`kvplan.models.coverage`); every last release there
+older than 0.31 refuses it in every release kvplan models (a later one, e.g. Keye's 0.33.0,
+is left to the coverage table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvplan.errors import UnsupportedError
+from kvplan.models.coverage import previously_supported
+
+# Why, where the registry alone does not say it.
+_WHY = {
+    "Phi3SmallForCausalLM": "its blocksparse attention had no V1-engine backend",
+}
+
+
+def refuse_retired(source: str, architectures: Iterable[str]) -> None:
+    """Raise when an architecture was served by vLLM only before 0.31 (vLLM:
+    ModelRegistry._raise_for_unsupported, whose message this repeats)."""
+    for arch in architectures:
+        last = previously_supported(arch)
+        if last is None or tuple(map(int, last.split("."))) >= (0, 31, 0):
+            continue
+        why = f" ({_WHY[arch]})" if arch in _WHY else ""
+        raise UnsupportedError(
+            f"{source}: model architecture {arch} was supported in vLLM until v{last}, and is "
+            f"not supported anymore{why}; vLLM 0.31-0.34 refuse to start it",
+            hint=f"an older vLLM (<= {last}) serves it; kvplan models vLLM 0.31-0.34 only")

@@ -1,0 +1,1 @@
+"""Rendering: rich tables, markdown, charts (JSON comes from the models themselves)."""

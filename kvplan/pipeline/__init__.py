@@ -1,0 +1,1 @@
+"""One deployment end to end (deploy), and the searches built on it: sweep, ci batch, fit."""

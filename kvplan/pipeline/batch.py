@@ -1,0 +1,228 @@
+"""`kvplan ci FILE`: several named deployments from a TOML (or YAML) file → plans + a summary."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from kvplan import __version__
+from kvplan.analysis.plan import Plan
+from kvplan.errors import InputError, KvplanError
+from kvplan.models.build import Deployment
+from kvplan.pipeline.deploy import Request, evaluate
+from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
+
+# deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
+REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
+                "kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib",
+                "data_parallel_size", "enforce_eager", "speculative_config", "serve", "name"}
+DEPLOYMENT_KEYS = {f.name for f in fields(Deployment)} - {
+    "sm", "gpu_name", "gpu_total_memory_bytes", "available_kv_bytes"}
+ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_parallel_size",
+           "pp": "pipeline_parallel_size", "dp": "data_parallel_size", "fix": "with_fix",
+           "dcp": "decode_context_parallel_size"}
+
+
+class BatchEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    fits: bool | None  # None: the entry itself is invalid
+    plan: Plan | None = None
+    error: str | None = None
+    hint: str | None = None
+
+
+class Batch(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = 1
+    kvplan_version: str = __version__
+    entries: list[BatchEntry]
+
+    @property
+    def all_fit(self) -> bool:
+        return all(e.fits for e in self.entries)
+
+
+def _norm(key: str) -> str:
+    k = key.strip().replace("-", "_")
+    return ALIASES.get(k, k)
+
+
+SERVE_ONLY_KEYS = {"model_tag", "max_num_seqs", "config", "served_model_name", "tokenizer"}
+
+
+def serve_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """vLLM dest-name options (a serve line, a log's non-default args) → deployment-file keys;
+    the ones kvplan does not model are returned as notes."""
+    known = REQUEST_KEYS | DEPLOYMENT_KEYS
+    out, skipped = {}, []
+    for k, v in options.items():
+        key = _norm(k)
+        if key == "kv_cache_memory_bytes":
+            out["kv_cache_memory"] = v
+        elif key in known:
+            out[key] = v
+        elif key not in SERVE_ONLY_KEYS:
+            skipped.append(k)
+    return out, skipped
+
+
+# what the resolved fields of a log (engine-config line over non-default args) set
+_LOG_FIELDS = {"max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
+               "pipeline_parallel_size": "pipeline_parallel_size",
+               "decode_context_parallel_size": "decode_context_parallel_size",
+               "data_parallel_size": "data_parallel_size", "kv_cache_dtype": "kv_cache_dtype",
+               "enable_prefix_caching": "enable_prefix_caching", "block_size": "block_size",
+               "speculative_config": "speculative_config"}
+BUDGET_KEYS = ("kv_cache_memory", "available_kv_gib")
+
+
+def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The deployment a vLLM start-up log (`VllmLog`) describes, as deployment-file keys:
+    its non-default args, the values its engine-config line resolved, its release and its
+    logged KV memory. Returns (entry, flags kvplan does not model, notes)."""
+    from kvplan.engine.profiles import PROFILES
+
+    entry, skipped = serve_options(dict(log.non_default_args))
+    notes: list[str] = []
+    auto = str(entry.get("max_model_len", "")).strip().lower() in ("-1", "auto")
+    for field, key in _LOG_FIELDS.items():
+        value = getattr(log, field)
+        if value is not None and not (key == "max_model_len" and auto):
+            entry[key] = value
+    if log.model:
+        entry["model"] = log.model
+    if log.version:
+        v = ".".join(log.version.split(".")[:2]) + ".0"
+        if v in PROFILES:
+            entry["vllm"] = v
+        else:
+            notes.append(f"the log is from vLLM {log.version}; planned with the newest profile "
+                         "kvplan has (pass --vllm to choose)")
+    if "kv_cache_memory" not in entry and log.limiting_available_kv_cache_gib is not None:
+        entry["available_kv_gib"] = log.limiting_available_kv_cache_gib
+    return entry, skipped, notes
+
+
+def layer_entries(layers: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Deployment-file entries merged in order, the later winning key by key (e.g. log <
+    serve line < command line), and where each value came from. A budget key (kv_cache_memory,
+    available_kv_gib) replaces the other one of any earlier layer, and an earlier layer's
+    gpu_memory_utilization, which a given budget makes moot."""
+    entry: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    for name, layer in layers:
+        layer = {_norm(k): v for k, v in layer.items() if v is not None}
+        if any(k in layer for k in BUDGET_KEYS):
+            for k in (*BUDGET_KEYS, "gpu_memory_utilization"):
+                if k not in layer:
+                    entry.pop(k, None)
+                    source.pop(k, None)
+        for k, v in layer.items():
+            entry[k] = v
+            source[k] = name
+    return entry, source
+
+
+def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str) -> Request:
+    """One `[[deployment]]` table (over `[defaults]`) → Request."""
+    merged = {_norm(k): v for k, v in defaults.items()}
+    merged.update({_norm(k): v for k, v in entry.items()})
+    unknown = sorted(set(merged) - REQUEST_KEYS - DEPLOYMENT_KEYS)
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {unknown}",
+                         hint="keys are vLLM flag names (max-model-len, kv-cache-dtype, ...)")
+    if "serve" in merged:
+        from kvplan.sources.serve_line import parse_serve_command
+
+        cmd = parse_serve_command(str(merged.pop("serve")))
+        opts, _ = serve_options(cmd.options)
+        base = {"model": cmd.model, **opts}
+        base.update({k: v for k, v in merged.items()})
+        merged = base
+    if "model" not in merged:
+        raise InputError(f"{where}: no model", hint="add model = \"org/name\" (or serve = \"vllm serve ...\")")
+    spec_cfg = merged.pop("speculative_config", None) or {}
+    if isinstance(spec_cfg, str):
+        import json
+
+        try:
+            spec_cfg = json.loads(spec_cfg)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: speculative_config is not JSON ({exc.msg})") from None
+    dep_kw = {k: merged.pop(k) for k in list(merged) if k in DEPLOYMENT_KEYS}
+    if spec_cfg:
+        dep_kw.setdefault("speculative_method", spec_cfg.get("method"))
+        dep_kw.setdefault("num_speculative_tokens", int(spec_cfg.get("num_speculative_tokens") or 0))
+        if spec_cfg.get("kv_cache_dtype"):
+            dep_kw.setdefault("draft_kv_cache_dtype", spec_cfg["kv_cache_dtype"])
+        if spec_cfg.get("model"):
+            merged.setdefault("draft", spec_cfg["model"])
+    if isinstance(dep_kw.get("max_model_len"), str):
+        v = dep_kw["max_model_len"].strip().lower()
+        if v in ("auto", "-1"):
+            dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+        else:
+            try:
+                dep_kw["max_model_len"] = parse_token_count(v)
+            except ValueError:
+                raise InputError(f"{where}: max-model-len {v!r} is not a number, 'auto' or -1"
+                                 ) from None
+    elif dep_kw.get("max_model_len") == -1:
+        dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+    try:
+        dep = Deployment(**dep_kw)
+    except TypeError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    kv_mem = merged.pop("kv_cache_memory", None)
+    kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
+    gpu_mem = merged.pop("gpu_memory", None)
+    name = str(merged.pop("name", merged["model"]))
+    return Request(model=str(merged.pop("model")), deployment=dep, label=name,
+                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
+                                          if kv_mem is not None else None),
+                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem is not None else None,
+                   **{k: v for k, v in merged.items() if k in REQUEST_KEYS})
+
+
+def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    if not isinstance(data, dict):
+        raise InputError("a deployments file must be a table with [[deployment]] entries")
+    defaults = data.get("defaults") or {}
+    entries = data.get("deployment") or data.get("deployments")
+    if not isinstance(entries, list) or not entries:
+        raise InputError("no [[deployment]] entries in the file",
+                         hint="see examples/deployments.toml")
+    out = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise InputError(f"deployment #{i + 1} must be a table")
+        out.append((str(e.get("name", f"#{i + 1}")), e, defaults))
+    return out
+
+
+def run_batch(data: Any, *, vllm_version: str | None = None,
+              allow_long_max_model_len: bool = False) -> Batch:
+    """Validate every entry first (a bad file is one error, exit 2), then plan them all.
+    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment."""
+    requests = []
+    for name, entry, defaults in parse_deployments(data):
+        req = request_from_entry(entry, defaults, f"deployment {name!r}")
+        if vllm_version:
+            req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
+        if allow_long_max_model_len:
+            req = replace(req, deployment=replace(req.deployment, allow_long_max_model_len=True))
+        requests.append((name, req))
+    entries = []
+    for name, req in requests:
+        try:
+            plan = evaluate(req).plan
+        except KvplanError as exc:
+            exc.message = f"deployment {name!r}: {exc.message}"
+            raise
+        entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan))
+    return Batch(entries=entries)

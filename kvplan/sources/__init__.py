@@ -1,0 +1,1 @@
+"""Where inputs come from: the hub, local files, `vllm serve` lines, vLLM logs, spec files."""

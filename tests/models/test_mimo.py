@@ -1,0 +1,81 @@
+"""MiMo-V2-Flash: hybrid_layer_pattern of sliding-window (1) and full (0) layers with their own
+head counts and a V head smaller than K.
+
+Every expected number is worked out from the config by hand in the comment next to it.
+"""
+
+from __future__ import annotations
+
+from kvplan.models import mtp_draft
+from kvplan.models.description import LayerKind
+from tests.models.helpers import indices, of_kind, one, real
+
+
+def test_mimo_v2_flash() -> None:
+    m = real("XiaomiMiMo--MiMo-V2-Flash")
+    # hybrid_layer_pattern (48): 0 at 0, 5, 11, 17, 23, 29, 35, 41, 47 → 9 full + 39 SWA
+    assert m.kind_counts() == {"full_attention": 9, "sliding_window": 39}
+    assert indices(m, LayerKind.FULL_ATTENTION) == [0, 5, 11, 17, 23, 29, 35, 41, 47]
+    full = of_kind(m, LayerKind.FULL_ATTENTION)
+    # full: num_key_value_heads 4, head_dim 192, v_head_dim 128, no window
+    assert one((layer.num_kv_heads, layer.head_size, layer.head_size_v, layer.sliding_window)
+               for layer in full) == (4, 192, 128, None)
+    swa = of_kind(m, LayerKind.SLIDING_WINDOW)
+    # SWA: swa_num_key_value_heads 8, swa_head_dim 192, swa_v_head_dim 128,
+    # sliding_window_size 128 (its attention sink bias holds no KV)
+    assert one((layer.num_kv_heads, layer.head_size, layer.head_size_v, layer.sliding_window)
+               for layer in swa) == (8, 192, 128, 128)
+    # quantization_config fp8 (e4m3, 128×128 blocks)
+    assert (m.quantization.method, m.quantization.weight_format) == ("fp8", "FP8")
+    assert m.model_sliding_window is None
+    # vLLM's MiMo-V2 MTP: one SWA-configured layer after the 48 decoder layers
+    draft = mtp_draft(m)
+    assert draft.draft_method == "mtp" and draft.num_target_layers == 48
+    assert [(layer.index, layer.name, layer.kind, layer.num_kv_heads, layer.sliding_window)
+            for layer in draft.layers] == [
+        (48, "model.mtp.layers.0.self_attn.attn", LayerKind.SLIDING_WINDOW, 8, 128)]
+
+
+# ---- vLLM's specs for MiMo-V2-Flash on H100 ×8 (0.34.0 wheel, file:line) --------------------
+# models/mimo_v2.py L420 is_compressed_softmax_layer (pattern 1) → MiMoV2Attention with the swa_*
+# fields, else the full ones; L323–353: K 192 ≠ V 128 → FLASH_ATTN_DIFFKV (FA3 on SM90, FA4 on
+# SM10x), else TRITON_ATTN_DIFFKV; L418 clears cache_config.sliding_window (0.32+), so full layers
+# get no window; layers/attention/attention.py L705 FullAttentionSpec(head_size 192,
+# head_size_v 128). The sink bias (L314) is a parameter, not KV.
+# Per rank at TP 8: full 4 KV heads → max(1, 4 // 8) = 1 (replicated), SWA 8 // 8 = 1.
+# Page @64: 1 · 64 · (192 + 128) · 2 B = 40,960 B for both kinds (SW block: attention.py L686
+# _largest_kernel_block_within prefers a divisor of 64 within the 64-token page budget → 64).
+# kv_cache_planning.py L462 _get_kv_cache_groups_uniform_page_size: buckets full (9) and SWA
+# (39); 39 ≥ 1.5 · 9 → group_size 9 (L568); SWA splits into cdiv(39, 9) = 5 groups, and
+# 9 − 39 % 9 = 6 → "Add 6 padding layers, may waste at most 15.38% KV cache memory" (L584;
+# 6 / 39 = 15.38%) — the line the issue quotes from MiMo-V2.6's start-up log.
+
+
+def test_mimo_v2_flash_cli_h100_x8_adds_6_padding_layers() -> None:
+    from tests.models.helpers import HF_CONFIGS, check_h100_x8
+
+    out = check_h100_x8(HF_CONFIGS / "XiaomiMiMo--MiMo-V2-Flash" / "config.json")
+    assert out["padding_layer_warnings"] == [
+        "Add 6 padding layers, may waste at most 15.38% KV cache memory"]
+    assert [(g["kind"], g["num_layers"]) for g in out["groups"]] == [
+        ("full_attention", 9), *[("sliding_window", n) for n in (8, 8, 8, 8, 7)]]
+    assert {(g["block_size_tokens"], g["page_size_bytes"]) for g in out["groups"]} == {
+        (64, 40960)}
+    # one pool block = 9 layers · 40,960 B = 368,640 B
+    assert out["pool_bytes_per_block"] == [368640]
+    # full: 262,144 / 64 = 4096 blocks; SWA: cdiv(min(128 − 1 + 16,384, 262,144), 64) + 1 = 259
+    # (kv_cache_interface.py L932) per group → 4096 + 5 · 259 = 5391 blocks
+    assert out["total_blocks_per_request"] == 5391
+    assert out["total_bytes_needed"] == [5391 * 368640]
+
+
+def test_mimo_v2_diff_kv_takes_flash_attention_on_sm100() -> None:
+    # FlashInfer is SM10x's first choice for causal layers, but MiMo's DiffKV layers pick
+    # FLASH_ATTN_DIFFKV (models/mimo_v2.py L339–346); elsewhere (e.g. SM80) TRITON_ATTN_DIFFKV
+    from kvplan.models.build import build
+    from tests.models.helpers import h100_tp8
+
+    m = real("XiaomiMiMo--MiMo-V2-Flash")
+    for sm, backend in ((100, "FLASH_ATTN"), (90, "FLASH_ATTN"), (80, "TRITON_ATTN")):
+        res = build(m, h100_tp8(sm=sm))
+        assert {lp.backend for lp in res.layers} == {backend}
