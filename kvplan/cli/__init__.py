@@ -552,6 +552,9 @@ def main(argv: list[str] | None = None) -> None:
 
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(130)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `kvplan`: the help, as click prints it
+            sys.stderr.write(exc.format_message() + "\n")  # type: ignore[attr-defined]
+            sys.exit(EXIT_BAD_INPUT)
         if isinstance(exc, click.ClickException) or hasattr(exc, "format_message"):
             hint = "run `kvplan --help` for the commands and their options"
             ctx = getattr(exc, "ctx", None)

@@ -256,9 +256,9 @@ def test_logged_terms_are_set_beside_kvplans_estimate() -> None:
     the same deployment: every estimated column is the estimate's own term."""
     from pathlib import Path
 
-    from kvplan.sources.vllm_log import LoggedMemory
     from kvplan.models.build import Deployment
     from kvplan.pipeline.deploy import Request, evaluate
+    from kvplan.sources.vllm_log import LoggedMemory
 
     model = str(Path(__file__).parent.parent / "data" / "hf-configs" / "Qwen--Qwen3-8B")
     logged = LoggedMemory(total_gib=79.19, gpu_memory_utilization=0.9, requested_gib=71.27,

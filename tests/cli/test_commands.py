@@ -80,3 +80,14 @@ def test_explain_command_is_check_with_explain() -> None:
     assert a.exit_code == b.exit_code == 1
     assert json.loads(a.stdout) == json.loads(b.stdout)
     assert json.loads(a.stdout)["explanation"]["what_ifs"][0]["change"].startswith("apply the PR")
+
+
+def test_bare_kvplan_prints_the_formatted_help_and_exits_2() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "kvplan"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.startswith("Usage: ") and "Error:" not in res.stderr
+    assert "\n  check " in res.stderr  # the command list, one per line, not squashed
