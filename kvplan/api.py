@@ -391,8 +391,9 @@ def parse_max_model_len(value: int | str | None) -> tuple[int | None, bool]:
     try:
         n = parse_token_count(v)
     except ValueError:
-        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}"
-                         ) from None
+        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}",
+                         hint="a token count such as 131072, 128k or 1M; auto (or -1) fits it "
+                              "to the memory") from None
     if n < 1:
         raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
     if n > 2**31:

@@ -204,3 +204,10 @@ def test_the_long_max_model_len_rule_and_negative_memory_through_the_api() -> No
     # a negative logged budget is planned into vLLM's own no-memory error
     neg = kvplan.check(qwen3_8b, max_model_len=8192, available_kv_gib=-2.14)
     assert not neg.fits and "No available memory for the cache blocks" in (neg.error_message or "")
+
+
+def test_a_bad_max_model_len_names_the_forms_it_takes() -> None:
+    with pytest.raises(kvplan.InputError) as err:
+        kvplan.check(LLAMA, max_model_len="lots")
+    assert "128k" in (err.value.hint or "")
+    assert kvplan.api.parse_max_model_len("32k") == (32768, False)
