@@ -396,18 +396,14 @@ def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int
                                                                  tuple[str, ...], MambaType]:
     """Per-rank state shapes/dtypes of a Mamba-family layer (vLLM's get_state_shape/dtype)."""
     d, k = ctx.dep, ctx.num_spec
-    if layer.kind is LayerKind.GDN and layer.gdn:
-        g = layer.gdn
+    if layer.kind in (LayerKind.GDN, LayerKind.KDA) and layer.gdn:
+        g = layer.gdn  # KDA keeps GDN-shaped state (conv + recurrent)
         shapes = gdn_state_shapes(tp=tp, num_k_heads=g.num_k_heads, num_v_heads=g.num_v_heads,
                                   head_k_dim=g.head_k_dim, head_v_dim=g.head_v_dim,
                                   conv_kernel_size=g.conv_kernel, num_spec=k)
-        return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype, ctx.ssm_dtype), \
-            MambaType.GDN_ATTN
-    if layer.kind is LayerKind.KDA and layer.gdn:
-        g = layer.gdn
-        shapes = gdn_state_shapes(tp=tp, num_k_heads=g.num_k_heads, num_v_heads=g.num_v_heads,
-                                  head_k_dim=g.head_k_dim, head_v_dim=g.head_v_dim,
-                                  conv_kernel_size=g.conv_kernel, num_spec=k)
+        if layer.kind is LayerKind.GDN:
+            return shapes, mamba_state_dtypes(ctx.model_dtype, d.mamba_cache_dtype,
+                                              ctx.ssm_dtype), MambaType.GDN_ATTN
         # vLLM: mamba_utils.py kda_state_dtype — conv in the Mamba cache dtype, recurrent fp32
         # for auto; Kimi-Linear's KimiGatedDeltaNetAttention passes no ssm dtype (always fp32),
         # Kimi-K3's KimiK3DeltaAttention passes mamba_ssm_cache_dtype (float32 / bfloat16)
