@@ -18,46 +18,99 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from importlib import import_module
+from typing import Any, NamedTuple
 
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
-from kvplan.models import coverage as _coverage
-from kvplan.models import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
-from kvplan.models import deepseek_v4 as deepseek_v4
-from kvplan.models import drafts as _drafts
-from kvplan.models import kimi as kimi
 from kvplan.models._common import SPECS_HINT, Cfg, architectures, text_cfg
-from kvplan.models.chatglm import describe_chatglm
 from kvplan.models.description import ModelDescription
-from kvplan.models.drafts import is_draft_architecture, mtp_draft
-from kvplan.models.exaone import describe_exaone
-from kvplan.models.internlm2 import describe_internlm2
-from kvplan.models.minicpm3 import describe_minicpm3
-from kvplan.models.nemotron_nas import describe_nemotron_nas
-from kvplan.models.retired import refuse_retired
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
 
 _Adapter = Callable[[Cfg, "dict[str, Any] | None"], ModelDescription]
 
-_LLAMA = partial(llama.describe_llama, family="llama")
-_MISTRAL = partial(llama.describe_llama, family="mistral")
-_MIXTRAL = partial(llama.describe_llama, family="mixtral")
-_QWEN2 = partial(qwen.describe_qwen_dense, family="qwen2")
-_QWEN3 = partial(qwen.describe_qwen_dense, family="qwen3")
-_QWEN3_MOE = partial(qwen.describe_qwen_dense, family="qwen3_moe")
-_QWEN3_NEXT = partial(qwen.describe_qwen_gdn, family="qwen3_next")
-_QWEN3_5 = partial(qwen.describe_qwen_gdn, family="qwen3_5")
-_GEMMA2 = partial(gemma.describe_gemma2_3, family="gemma2")
-_GEMMA3 = partial(gemma.describe_gemma2_3, family="gemma3")
+
+class _Ref(NamedTuple):
+    """A fast adapter by name: `kvplan.models.<module>.<function>`, with its `family` if shared."""
+
+    module: str
+    function: str
+    family: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name the coverage table uses (`adapter:<name>`)."""
+        return self.family or self.function.removeprefix("describe_")
+
+    def load(self) -> _Adapter:
+        fn = getattr(import_module(f"kvplan.models.{self.module}"), self.function)
+        return partial(fn, family=self.family) if self.family else fn
+
+
+class _Adapters(Mapping[str, _Adapter]):
+    """Key → fast adapter; an adapter's module is imported on first use, so a check imports
+    only the adapter its config needs (cold start)."""
+
+    def __init__(self, refs: dict[str, _Ref]) -> None:
+        self.refs = refs
+        self._loaded: dict[str, _Adapter] = {}
+
+    def __getitem__(self, key: str) -> _Adapter:
+        if key not in self._loaded:
+            self._loaded[key] = self.refs[key].load()
+        return self._loaded[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.refs)
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.refs
+
+
+_LLAMA = _Ref("llama", "describe_llama", "llama")
+_MISTRAL = _Ref("llama", "describe_llama", "mistral")
+_MIXTRAL = _Ref("llama", "describe_llama", "mixtral")
+_LLAMA4 = _Ref("llama", "describe_llama4")
+_QWEN2 = _Ref("qwen", "describe_qwen_dense", "qwen2")
+_QWEN3 = _Ref("qwen", "describe_qwen_dense", "qwen3")
+_QWEN3_MOE = _Ref("qwen", "describe_qwen_dense", "qwen3_moe")
+_QWEN3_NEXT = _Ref("qwen", "describe_qwen_gdn", "qwen3_next")
+_QWEN3_5 = _Ref("qwen", "describe_qwen_gdn", "qwen3_5")
+_DEEPSEEK = _Ref("deepseek", "describe_deepseek")
+_GEMMA2 = _Ref("gemma", "describe_gemma2_3", "gemma2")
+_GEMMA3 = _Ref("gemma", "describe_gemma2_3", "gemma3")
+_GEMMA4 = _Ref("gemma", "describe_gemma4")
+_GPT_OSS = _Ref("gpt_oss", "describe_gpt_oss")
+_MAMBA1 = _Ref("mamba", "describe_mamba1")
+_MAMBA2 = _Ref("mamba", "describe_mamba2")
+_JAMBA = _Ref("mamba", "describe_jamba")
+_NEMOTRON_H = _Ref("mamba", "describe_nemotron_h")
+_FALCON_H1 = _Ref("mamba", "describe_falcon_h1")
+_GRANITE_HYBRID = _Ref("mamba", "describe_granite_hybrid")
+_LFM2 = _Ref("lfm2", "describe_lfm2")
+_MINIMAX_M2 = _Ref("minimax", "describe_minimax_m2")
+_MINIMAX_LINEAR = _Ref("minimax", "describe_minimax_linear")
+_MINIMAX_M3_SPARSE = _Ref("minimax", "describe_minimax_m3_sparse")
+_MIMO_V2 = _Ref("mimo", "describe_mimo_v2")
+_CHATGLM = _Ref("chatglm", "describe_chatglm")
+_EXAONE = _Ref("exaone", "describe_exaone")
+_INTERNLM2 = _Ref("internlm2", "describe_internlm2")
+_MINICPM3 = _Ref("minicpm3", "describe_minicpm3")
+_NEMOTRON_NAS = _Ref("nemotron_nas", "describe_nemotron_nas")
+_KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
+_DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
+_DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
-_BY_ARCH: dict[str, _Adapter] = {
+_BY_ARCH = _Adapters({
     "LlamaForCausalLM": _LLAMA,
     "MistralForCausalLM": _MISTRAL,
     "MixtralForCausalLM": _MIXTRAL,
-    "Llama4ForCausalLM": llama.describe_llama4,
-    "Llama4ForConditionalGeneration": llama.describe_llama4,
+    "Llama4ForCausalLM": _LLAMA4,
+    "Llama4ForConditionalGeneration": _LLAMA4,
     "Qwen2ForCausalLM": _QWEN2,
     "Qwen3ForCausalLM": _QWEN3,
     "Qwen3MoeForCausalLM": _QWEN3_MOE,
@@ -66,81 +119,75 @@ _BY_ARCH: dict[str, _Adapter] = {
     "Qwen3_5MoeForCausalLM": _QWEN3_5,
     "Qwen3_5ForConditionalGeneration": _QWEN3_5,
     "Qwen3_5MoeForConditionalGeneration": _QWEN3_5,
-    "DeepseekForCausalLM": deepseek.describe_deepseek,
-    "DeepseekV2ForCausalLM": deepseek.describe_deepseek,
-    "DeepseekV3ForCausalLM": deepseek.describe_deepseek,
-    "DeepseekV32ForCausalLM": deepseek.describe_deepseek,
-    "GlmMoeDsaForCausalLM": deepseek.describe_deepseek,
+    "DeepseekForCausalLM": _DEEPSEEK,
+    "DeepseekV2ForCausalLM": _DEEPSEEK,
+    "DeepseekV3ForCausalLM": _DEEPSEEK,
+    "DeepseekV32ForCausalLM": _DEEPSEEK,
+    "GlmMoeDsaForCausalLM": _DEEPSEEK,
     "Gemma2ForCausalLM": _GEMMA2,
     "Gemma3ForCausalLM": _GEMMA3,
     "Gemma3ForConditionalGeneration": _GEMMA3,
-    "Gemma4ForCausalLM": gemma.describe_gemma4,
-    "Gemma4ForConditionalGeneration": gemma.describe_gemma4,
-    "GptOssForCausalLM": gpt_oss.describe_gpt_oss,
-    "MambaForCausalLM": mamba.describe_mamba1,
-    "FalconMambaForCausalLM": mamba.describe_mamba1,
-    "Mamba2ForCausalLM": mamba.describe_mamba2,
-    "JambaForCausalLM": mamba.describe_jamba,
-    "NemotronHForCausalLM": mamba.describe_nemotron_h,
-    "FalconH1ForCausalLM": mamba.describe_falcon_h1,
-    "GraniteMoeHybridForCausalLM": mamba.describe_granite_hybrid,
-    "Lfm2ForCausalLM": lfm2.describe_lfm2,
-    "MiniMaxM2ForCausalLM": minimax.describe_minimax_m2,
-    "MiniMaxText01ForCausalLM": minimax.describe_minimax_linear,
-    "MiniMaxM1ForCausalLM": minimax.describe_minimax_linear,
-    "MiniMaxForCausalLM": minimax.describe_minimax_linear,
-    "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
-    "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
+    "Gemma4ForCausalLM": _GEMMA4,
+    "Gemma4ForConditionalGeneration": _GEMMA4,
+    "GptOssForCausalLM": _GPT_OSS,
+    "MambaForCausalLM": _MAMBA1,
+    "FalconMambaForCausalLM": _MAMBA1,
+    "Mamba2ForCausalLM": _MAMBA2,
+    "JambaForCausalLM": _JAMBA,
+    "NemotronHForCausalLM": _NEMOTRON_H,
+    "FalconH1ForCausalLM": _FALCON_H1,
+    "GraniteMoeHybridForCausalLM": _GRANITE_HYBRID,
+    "Lfm2ForCausalLM": _LFM2,
+    "MiniMaxM2ForCausalLM": _MINIMAX_M2,
+    "MiniMaxText01ForCausalLM": _MINIMAX_LINEAR,
+    "MiniMaxM1ForCausalLM": _MINIMAX_LINEAR,
+    "MiniMaxForCausalLM": _MINIMAX_LINEAR,
+    "MiMoV2FlashForCausalLM": _MIMO_V2,
+    "MiMoV2ForCausalLM": _MIMO_V2,
     # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
-    "ChatGLMModel": describe_chatglm,
-    "ChatGLMForConditionalGeneration": describe_chatglm,
-    "ExaoneForCausalLM": describe_exaone,
-    "InternLM2ForCausalLM": describe_internlm2,
-    "MiniCPM3ForCausalLM": describe_minicpm3,
-    "DeciLMForCausalLM": describe_nemotron_nas,
-    "DeepseekVLV2ForCausalLM": deepseek.describe_deepseek,
-    "KimiLinearForCausalLM": kimi.describe_kimi_linear,
-    "KimiK3ForConditionalGeneration": kimi.describe_kimi_linear,
-    "KimiK31ForConditionalGeneration": kimi.describe_kimi_linear,  # vLLM 0.34 only
-    "DeepseekV4ForCausalLM": deepseek_v4.describe_deepseek_v4,
-    "DeepseekV4ForConditionalGeneration": deepseek_v4.describe_deepseek_v4,
-    "DeepseekV41ForCausalLM": deepseek_v4.describe_deepseek_v41,
-    "MiniMaxM3SparseForCausalLM": minimax.describe_minimax_m3_sparse,
-    "MiniMaxM3SparseForConditionalGeneration": minimax.describe_minimax_m3_sparse,
+    "ChatGLMModel": _CHATGLM,
+    "ChatGLMForConditionalGeneration": _CHATGLM,
+    "ExaoneForCausalLM": _EXAONE,
+    "InternLM2ForCausalLM": _INTERNLM2,
+    "MiniCPM3ForCausalLM": _MINICPM3,
+    "DeciLMForCausalLM": _NEMOTRON_NAS,
+    "DeepseekVLV2ForCausalLM": _DEEPSEEK,
+    "KimiLinearForCausalLM": _KIMI_LINEAR,
+    "KimiK3ForConditionalGeneration": _KIMI_LINEAR,
+    "KimiK31ForConditionalGeneration": _KIMI_LINEAR,  # vLLM 0.34 only
+    "DeepseekV4ForCausalLM": _DEEPSEEK_V4,
+    "DeepseekV4ForConditionalGeneration": _DEEPSEEK_V4,
+    "DeepseekV41ForCausalLM": _DEEPSEEK_V41,
+    "MiniMaxM3SparseForCausalLM": _MINIMAX_M3_SPARSE,
+    "MiniMaxM3SparseForConditionalGeneration": _MINIMAX_M3_SPARSE,
     # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
-    "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
-}
+    "Gemma4UnifiedForConditionalGeneration": _GEMMA4,
+})
 
 # model_type → adapter, for configs without a known architecture
-_BY_MODEL_TYPE: dict[str, _Adapter] = {
+_BY_MODEL_TYPE = _Adapters({
     "llama": _LLAMA, "mistral": _MISTRAL, "mixtral": _MIXTRAL,
-    "llama4": llama.describe_llama4, "llama4_text": llama.describe_llama4,
+    "llama4": _LLAMA4, "llama4_text": _LLAMA4,
     "qwen2": _QWEN2, "qwen3": _QWEN3, "qwen3_moe": _QWEN3_MOE, "qwen3_next": _QWEN3_NEXT,
     "qwen3_5": _QWEN3_5, "qwen3_5_moe": _QWEN3_5, "qwen3_5_text": _QWEN3_5,
     "qwen3_5_moe_text": _QWEN3_5,
-    "deepseek": deepseek.describe_deepseek, "deepseek_v2": deepseek.describe_deepseek,
-    "deepseek_v3": deepseek.describe_deepseek, "deepseek_v32": deepseek.describe_deepseek,
-    "kimi_k2": deepseek.describe_deepseek,
-    "glm_moe_dsa": deepseek.describe_deepseek,
+    "deepseek": _DEEPSEEK, "deepseek_v2": _DEEPSEEK, "deepseek_v3": _DEEPSEEK,
+    "deepseek_v32": _DEEPSEEK, "kimi_k2": _DEEPSEEK, "glm_moe_dsa": _DEEPSEEK,
     "gemma2": _GEMMA2, "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
-    "gemma4": gemma.describe_gemma4, "gemma4_text": gemma.describe_gemma4,
-    "gpt_oss": gpt_oss.describe_gpt_oss,
-    "mamba": mamba.describe_mamba1, "falcon_mamba": mamba.describe_mamba1,
-    "mamba2": mamba.describe_mamba2, "jamba": mamba.describe_jamba,
-    "nemotron_h": mamba.describe_nemotron_h, "falcon_h1": mamba.describe_falcon_h1,
-    "granitemoehybrid": mamba.describe_granite_hybrid,
-    "lfm2": lfm2.describe_lfm2,
-    "minimax_m2": minimax.describe_minimax_m2,
-    "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
-    "minimax_m1": minimax.describe_minimax_linear,
-    "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
-    "chatglm": describe_chatglm, "exaone": describe_exaone,
-    "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
-    "nemotron-nas": describe_nemotron_nas,
-    "deepseek_vl_v2": deepseek.describe_deepseek,
-    "kimi_linear": kimi.describe_kimi_linear,
-    "deepseek_v4": deepseek_v4.describe_deepseek_v4,
-}
+    "gemma4": _GEMMA4, "gemma4_text": _GEMMA4,
+    "gpt_oss": _GPT_OSS,
+    "mamba": _MAMBA1, "falcon_mamba": _MAMBA1, "mamba2": _MAMBA2, "jamba": _JAMBA,
+    "nemotron_h": _NEMOTRON_H, "falcon_h1": _FALCON_H1, "granitemoehybrid": _GRANITE_HYBRID,
+    "lfm2": _LFM2,
+    "minimax_m2": _MINIMAX_M2,
+    "minimax": _MINIMAX_LINEAR, "minimax_text_01": _MINIMAX_LINEAR, "minimax_m1": _MINIMAX_LINEAR,
+    "mimo_v2_flash": _MIMO_V2, "mimo_v2": _MIMO_V2,
+    "chatglm": _CHATGLM, "exaone": _EXAONE, "internlm2": _INTERNLM2, "minicpm3": _MINICPM3,
+    "nemotron-nas": _NEMOTRON_NAS,
+    "deepseek_vl_v2": _DEEPSEEK,
+    "kimi_linear": _KIMI_LINEAR,
+    "deepseek_v4": _DEEPSEEK_V4,
+})
 
 
 def supported_architectures() -> tuple[str, ...]:
@@ -148,16 +195,9 @@ def supported_architectures() -> tuple[str, ...]:
     return tuple(sorted(_BY_ARCH))
 
 
-def adapter_name(adapter: _Adapter) -> str:
-    """The name the coverage table uses for a fast adapter (`adapter:<name>`)."""
-    if isinstance(adapter, partial):
-        return str(adapter.keywords.get("family") or adapter.func.__name__.removeprefix("describe_"))
-    return adapter.__name__.removeprefix("describe_")
-
-
 def fast_adapter_names() -> dict[str, str]:
     """Architecture → fast adapter name, for the coverage table's consistency test."""
-    return {arch: adapter_name(adapter) for arch, adapter in _BY_ARCH.items()}
+    return {arch: ref.name for arch, ref in _BY_ARCH.refs.items()}
 
 
 def _pick(top: Cfg) -> _Adapter:
@@ -187,12 +227,14 @@ def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> Mo
             note = encoder_cache_note(architectures(top))
             return desc if note is None else desc.model_copy(
                 update={"warnings": desc.warnings + (note,)})
-        return generic.describe_generic(top, quant)  # plans from layer_types, or refuses
+        from kvplan.models.generic import describe_generic
+        return describe_generic(top, quant)  # plans from layer_types, or refuses
     return describe_resolved(top, quant, _BY_MODEL_TYPE)
 
 
 def coverage_refusal(source: str, archs: tuple[str, ...]) -> UnsupportedError | None:
     """The coverage table's refusal for these architectures, in words (None: not refused)."""
+    from kvplan.models import coverage as _coverage
     row = _coverage.row_for(archs)
     if row is not None:
         if row.refused and not row.pending:
@@ -210,6 +252,7 @@ def describe_model(config: Mapping[str, Any], *, source: str,
     if not isinstance(config, Mapping):
         raise ConfigError(f"{source}: config.json must be a JSON object, got "
                           f"{type(config).__name__}")
+    from kvplan.models.drafts import is_draft_architecture
     top = Cfg(config, source)
     archs = architectures(top)
     if is_draft_architecture(archs) or top.has("dflash_config"):
@@ -221,6 +264,7 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         raise ConfigError(f"{source}: config.json has neither 'model_type' nor 'architectures'",
                           hint=SPECS_HINT)
     if not any(arch in _BY_ARCH for arch in archs):
+        from kvplan.models.retired import refuse_retired
         refuse_retired(source, archs)
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
@@ -250,6 +294,13 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     if not isinstance(config, Mapping):
         raise ConfigError(f"{source}: config.json must be a JSON object, got "
                           f"{type(config).__name__}")
+    from kvplan.models import drafts as _drafts
     with malformed_config_guard(source):
         return _drafts.describe_draft(config, source=source, method=method, target=target,
                                       hf_quant_config=hf_quant_config)
+
+
+def mtp_draft(target: ModelDescription, num_layers: int | None = None) -> ModelDescription:
+    """The target's own MTP module(s) as a draft (see `drafts.mtp_draft`)."""
+    from kvplan.models.drafts import mtp_draft as _mtp_draft
+    return _mtp_draft(target, num_layers)

@@ -19,7 +19,6 @@ from kvplan.models._common import (
     num_layers_of,
     positive_window,
 )
-from kvplan.models.deepseek_v4 import DSV4, dsv4_layer_caches
 from kvplan.models.description import LayerDescription, ModelDescription
 from kvplan.models.llama import llama_layers
 from kvplan.models.quant import quantization_info
@@ -166,6 +165,7 @@ def dspark_layers(cfg: Cfg, archs: tuple[str, ...], first: int
         raise UnsupportedError(
             f"{cfg.source}: only DeepSeek-V4's DSpark draft (DSparkDraftModel) is modelled; "
             f"got {', '.join(archs) or 'no architectures'}", hint=SPECS_HINT)
+    from kvplan.models.deepseek_v4 import dsv4_layer_caches
     n = cfg.get_int("num_hidden_layers", None) or first
     count = cfg.get_int("n_mtp_layers", None) or 3
     head_dim = cfg.int_default("head_dim", 512)
@@ -214,6 +214,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
         cfg.warn("qwen3 draft without head_dim: used Qwen3Config's default 128")
         cfg = Cfg({**cfg.data, "head_dim": 128}, cfg.source, cfg.path, cfg.warnings)
     if method == "dspark":
+        from kvplan.models.deepseek_v4 import DSV4
         layers, first = dspark_layers(cfg, archs, first)
         family = DSV4
     elif method == "dflash":

@@ -7,7 +7,7 @@ only through `kvplan.sources.hub`; everything else is the pure modules in order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,8 +25,10 @@ from kvplan.engine.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.models.build import BuildResult, Deployment, build
 from kvplan.models.description import ModelDescription
-from kvplan.sources.vllm_log import LoggedMemory
 from kvplan.units import GiB
+
+if TYPE_CHECKING:
+    from kvplan.sources.vllm_log import LoggedMemory
 
 
 @dataclass(frozen=True)
@@ -404,7 +406,7 @@ def _budget_label(b: KvBudget) -> str:
 class LayerRow(BaseModel):
     """One layer as kvplan understood it (`kvplan layers`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     name: str
