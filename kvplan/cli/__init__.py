@@ -48,8 +48,9 @@ def handles_errors(fn: Any) -> Any:
     return wrapper
 
 
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True,
-                  pretty_exceptions_enable=False, rich_markup_mode=None)
+_APP_SETTINGS: dict[str, Any] = dict(help=HELP, no_args_is_help=True, add_completion=True,
+                                     pretty_exceptions_enable=False, rich_markup_mode=None)
+app = typer.Typer(**_APP_SETTINGS)
 
 
 def _console(stderr: bool = False) -> Any:
@@ -532,13 +533,30 @@ def fit(
     raise typer.Exit(EXIT_FITS if result.candidates else EXIT_DOES_NOT_FIT)
 
 
+def app_for(args: list[str]) -> typer.Typer:
+    """The app that runs `kvplan <command> ...`: the root callback and that command only, since
+    typer reads the signature of every registered command when it builds the whole group (cold
+    start). Anything else (no command, an option first, an unknown name) gets the whole app."""
+    if args and not args[0].startswith("-"):
+        for info in app.registered_commands:
+            name = info.name or (info.callback.__name__.lower().replace("_", "-")
+                                 if info.callback else None)
+            if name == args[0]:
+                one = typer.Typer(**_APP_SETTINGS)
+                one.registered_callback = app.registered_callback
+                one.registered_commands = [info]
+                return one
+    return app
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run typer, turn kvplan errors into `Error:`/`Hint:` and exit 2."""
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
     # cold start: no scan of every installed distribution for pydantic plugins (a CLI has none)
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    args = sys.argv[1:] if argv is None else argv
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app_for(args)(args=args, standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else EXIT_FITS)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -49,3 +49,35 @@ def test_json_output_needs_no_rich() -> None:
                   ("rich", "kvplan.output.report")) == []
     assert _heavy(["gpus", "--json"], ("rich", "kvplan.output.report", "kvplan.engine")) == []
     assert _heavy(["gpus"], ("rich",)) == ["rich"]  # the probe sees rich when a table is drawn
+
+
+def test_check_imports_only_the_adapter_its_config_needs() -> None:
+    llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
+    others = ("kvplan.models.deepseek", "kvplan.models.deepseek_v4", "kvplan.models.qwen",
+              "kvplan.models.mamba", "kvplan.models.gemma", "kvplan.models.coverage",
+              "kvplan.models.retired", "kvplan.models.resolved", "kvplan.sources.vllm_log",
+              "kvplan.models.llama")
+    assert _heavy(["check", str(llama), "--gpu", "H100", "--json"], others) == [
+        "kvplan.models.llama"]
+
+
+def test_one_command_app_parses_and_helps_as_the_whole_app() -> None:
+    from typer.testing import CliRunner
+
+    from kvplan.cli import app, app_for
+
+    runner = CliRunner()
+    names = [info.name or info.callback.__name__ for info in app.registered_commands
+             if info.callback is not None]
+    assert {"check", "explain", "fit", "gpus", "layers", "sweep", "ci"} <= set(names)
+    for name in names:
+        one = app_for([name, "--help"])
+        assert one is not app and len(one.registered_commands) == 1
+        whole = runner.invoke(app, [name, "--help"], prog_name="kvplan")
+        alone = runner.invoke(one, [name, "--help"], prog_name="kvplan")
+        assert alone.exit_code == whole.exit_code == 0
+        assert alone.output == whole.output
+    bad = ["gpus", "--no-such-option"]
+    assert runner.invoke(app_for(bad), bad).output == runner.invoke(app, bad).output
+    for other in (["--help"], ["chek"], []):
+        assert app_for(other) is app
