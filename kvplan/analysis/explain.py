@@ -23,7 +23,7 @@ from kvplan.units import format_gib
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class Cause(Frozen):

@@ -25,7 +25,7 @@ class Verdict(StrEnum):
 
 
 class FrozenModel(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class GroupRow(FrozenModel):

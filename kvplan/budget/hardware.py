@@ -26,7 +26,7 @@ from kvplan.units import format_gib, normalize_kv_cache_dtype, parse_size_bytes
 class Gpu(BaseModel):
     """One catalogue row. `resolved_from` says how a looked-up name was mapped to this row."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     aliases: tuple[str, ...] = ()

@@ -37,7 +37,7 @@ COMMON_SPEC_TYPES = (
 
 
 class VllmProfile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     version: str
     default_block_size: int  # vLLM: CacheConfig.DEFAULT_BLOCK_SIZE

@@ -26,7 +26,7 @@ ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_p
 
 
 class BatchEntry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     fits: bool | None  # None: the entry itself is invalid
@@ -36,7 +36,7 @@ class BatchEntry(BaseModel):
 
 
 class Batch(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     schema_version: int = 1
     kvplan_version: str = __version__

@@ -33,7 +33,7 @@ DEFAULT_KV_DTYPES = ("auto", "fp8", "nvfp4")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class FitTarget(_Frozen):

@@ -16,7 +16,7 @@ from kvplan.units import parse_token_count
 
 
 class SweepPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     max_model_len: int
     fits: bool
@@ -25,7 +25,7 @@ class SweepPoint(BaseModel):
 
 
 class SweepRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     gpu: str
     kv_cache_dtype: str
@@ -38,7 +38,7 @@ class SweepRow(BaseModel):
 
 
 class Sweep(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     schema_version: int = 1
     kvplan_version: str = __version__

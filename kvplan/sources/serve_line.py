@@ -48,7 +48,7 @@ class ServeCommand(BaseModel):
     would exit with "unrecognized arguments"), `notes` anything else worth telling the user.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     options: dict[str, Any]

@@ -28,7 +28,7 @@ __all__ = ["CapacityError", "CudaGraphProfile", "MemorySummary", "PaddingLayers"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class LoggedMemory(_Frozen):
