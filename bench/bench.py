@@ -81,6 +81,32 @@ def cold_ratio(runs: int = 9) -> tuple[float, float, float, float]:
     med = statistics.median
     return (med(f[0] for f in floor), med(c[0] for c in check), med(f[1] for f in floor),
             med(c[1] for c in check))
+BARE_TYPER = ROOT / "bench" / "bare_typer.py"
+
+
+def cold_breakdown(runs: int = 9) -> dict[str, tuple[float, float]]:
+    """Where a cold check's time goes, each as (wall, CPU) ÷ the import floor, interleaved:
+    pydantic's real modules (`import pydantic` alone loads almost none of them), a typer app
+    whose one command has exactly check's parameters and an empty body, and kvplan check."""
+    cmds = {
+        "floor": [sys.executable, "-c", "import typer, rich, pydantic"],
+        "floor + pydantic's BaseModel (what using pydantic costs)":
+            [sys.executable, "-c", "import typer, rich, pydantic; from pydantic import BaseModel"],
+        "typer alone: check's 37 parameters, empty body": [
+            sys.executable, str(BARE_TYPER), "check", str(LLAMA), "--gpu", "H100", "--json"],
+        "kvplan check (the same Llama command)": [
+            sys.executable, "-m", "kvplan", "check", str(LLAMA), "--gpu", "H100", "--json"],
+    }
+    runs_by = {name: [_run_cpu(cmd) for _ in range(1)] for name, cmd in cmds.items()}
+    for _ in range(runs - 1):
+        for name, cmd in cmds.items():
+            runs_by[name].append(_run_cpu(cmd))
+    med = statistics.median
+    fw, fc = med(r[0] for r in runs_by["floor"]), med(r[1] for r in runs_by["floor"])
+    return {name: (med(r[0] for r in rs) / fw, med(r[1] for r in rs) / fc)
+            for name, rs in runs_by.items() if name != "floor"}
+
+
 def cold_start_cpu(args: list[str], runs: int = 7) -> tuple[float, float]:
     """(median wall seconds, median CPU seconds of the child): CPU time is what a loaded
     machine does not inflate."""
@@ -156,6 +182,8 @@ def main() -> None:
                  f"CPU {fc * 1e3:.0f} ms, median of 9"))
     rows.append(("cold check ÷ import floor (same run, interleaved)", f"{cw / fw:.2f}×",
                  f"CPU {cc / fc:.2f}× (check {cw * 1e3:.0f} ms, CPU {cc * 1e3:.0f} ms)"))
+    for label, (wall, cpu) in cold_breakdown().items():
+        rows.append((f"  {label}", f"{wall:.2f}×", f"CPU {cpu:.2f}× the floor"))
     for label, folder in (("fast adapter: Llama-3.1-8B", LLAMA),
                           ("transformers-resolved: Qwen2.5-VL-7B", QWEN25VL)):
         wall, cpu = cold_start_cpu(["check", str(folder), "--gpu", "H100", "--json"])
