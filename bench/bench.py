@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from kvplan.engine.planner import PlannerInput, plan
-from kvplan.sources.specfile import load_spec_file
 from kvplan.engine.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.sources.specfile import load_spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "tests" / "data" / "golden" / "cases" / "seed_dflash_qwen35_27b.json"
@@ -137,9 +137,11 @@ def main() -> None:
     seed = load_spec_file(json.loads(SEED.read_text())).planner_input
     rows = []
     t, n = timeit(lambda: plan(fitting))
-    rows.append(("plan: 105-layer hybrid (fits, incl. the max-len search)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    rows.append(("plan: 105-layer hybrid (fits, incl. the max-len search)", f"{t * 1e3:.3f} ms",
+                 f"{1 / t:,.0f} plans/s"))
     t, n = timeit(lambda: plan(inp))
-    rows.append(("plan: 105-layer hybrid (does not fit, incl. the search)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    rows.append(("plan: 105-layer hybrid (does not fit, incl. the search)", f"{t * 1e3:.3f} ms",
+                 f"{1 / t:,.0f} plans/s"))
     t, n = timeit(lambda: plan(seed))
     rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
     # a sweep: 3 GPUs × 3 KV dtypes × 2,000 lengths, configs read once, grouping reused
