@@ -145,3 +145,19 @@ def test_internlm2_and_exaone_class_defaults() -> None:
               if k != "intermediate_size"}
     dense = count_parameters(cfg("LGAI-EXAONE--EXAONE-3.0-7.8B-Instruct")).mlp
     assert count_parameters(config).mlp == dense // 14336 * 16384
+
+
+def test_minimax_m3_modelopt_mixed_names_experts_as_the_checkpoint_does() -> None:
+    # quantized_layers names experts Mixtral-style (block_sparse_moe.experts.E.w1/w2/w3) and the
+    # attention / dense MLP modules MXFP8; both must reach kvplan's virtual tensors
+    c = cfg("nvidia--MiniMax-M3-NVFP4")
+    w = weight_bytes_from_config(c, include_vision=False)
+    assert not [x for x in w.warnings if "not modelled" in x]
+    # NVFP4 expert weight 3072×6144 (or 6144×3072): 4-bit payload 9,437,184 B + fp8 scale per
+    # 16 inputs 1,179,648 B + weight_scale_2/input_scale 8 B = 10,616,840 B; 3 per expert,
+    # 128 experts, 57 MoE layers (21,888 NVFP4 entries / 384)
+    experts = 57 * 128 * 3 * 10_616_840
+    assert experts == 232_381_393_920
+    pc = count_parameters(c, include_vision=False)
+    # everything else is at most bfloat16
+    assert experts <= w.total_bytes <= experts + 2 * (pc.total - pc.experts)

@@ -654,7 +654,7 @@ def count_parameters(config: Mapping[str, Any], *, draft_method: str | None = No
 
 @dataclass(frozen=True)
 class _Scheme:
-    kind: str  # none | fp8_block | fp8_tensor | fp8_channel | nvfp4 | mxfp4 | int4_awq |
+    kind: str  # none | fp8_block | fp8_tensor | fp8_channel | nvfp4 | mxfp4 | mxfp8 | int4_awq |
     #            int_gptq | ct_int | int8_channel | bnb4 | bnb8
     bits: int = 16
     group_size: int = 128
@@ -666,7 +666,7 @@ class _Scheme:
         return {"none": "unquantized", "fp8_block": f"FP8 + {self.block[0]}x{self.block[1]} block "
                 "scales", "fp8_tensor": "FP8 per-tensor", "fp8_channel": "FP8 per-channel",
                 "nvfp4": "NVFP4 (fp8 scale per 16)", "mxfp4": "MXFP4 (e8m0 scale per 32)",
-                "int4_awq": f"AWQ int4 g{self.group_size}",
+                "mxfp8": "MXFP8 (e8m0 scale per 32)", "int4_awq": f"AWQ int4 g{self.group_size}",
                 "int_gptq": f"GPTQ int{self.bits} g{self.group_size}",
                 "ct_int": f"int{self.bits} g{self.group_size}", "int8_channel": "int8 per-channel",
                 "bnb4": "bitsandbytes 4-bit", "bnb8": "bitsandbytes 8-bit"}[self.kind]
@@ -695,6 +695,8 @@ def _modelopt_scheme(algo: str, group_size: Any = None) -> _Scheme | None:
         return _Scheme("nvfp4", bits=4, group_size=int(group_size or 16))
     if a in ("MXFP4", "W4A16_MXFP4"):
         return _Scheme("mxfp4", bits=4, group_size=32)
+    if a == "MXFP8":
+        return _Scheme("mxfp8", bits=8, group_size=32)
     if a in ("INT4_AWQ", "W4A8_AWQ", "W4A16_AWQ"):
         return _Scheme("int4_awq", bits=4, group_size=int(group_size or 128))
     if a in ("W8A8_SQ_PER_CHANNEL", "INT8_SQ", "INT8"):
@@ -822,9 +824,20 @@ def _quant_plan(config: Mapping[str, Any], hf_quant_config: Mapping[str, Any] | 
                                                "weights counted unquantized",))
 
 
+# checkpoint spellings of MoE expert modules → the names kvplan's virtual tensors use
+# (Mixtral / MiniMax: block_sparse_moe.experts.E.w1 = gate, w2 = down, w3 = up)
+_EXPERT_WEIGHTS = {"w1": "gate_proj", "w2": "down_proj", "w3": "up_proj"}
+
+
 def _canonical_tail(name: str) -> str:
     m = re.search(r"(?:^|\.)((?:layers|mtp)\.\d+\..*|mtp\..*|lm_head.*)$", name)
-    return m.group(1) if m else name
+    tail = m.group(1) if m else name
+    if ".block_sparse_moe." in tail:
+        tail = tail.replace(".block_sparse_moe.", ".mlp.")
+        head, _, last = tail.rpartition(".")
+        if ".experts." in tail and last in _EXPERT_WEIGHTS:
+            tail = f"{head}.{_EXPERT_WEIGHTS[last]}"
+    return tail
 
 
 def _name_variants(module: str) -> list[str]:
@@ -896,6 +909,8 @@ def _tensor_pieces(vt: VirtualTensor, sch: _Scheme, elem_bytes: int) -> list[tup
                 ("F32", 8 * n)]  # weight_scale_2 + input_scale
     if k == "mxfp4":
         return [("U8", cdiv(numel, 2) * n + out_f * cdiv(in_f, 32) * n)]  # blocks + e8m0 scales
+    if k == "mxfp8":
+        return [("F8_E4M3", numel * n), ("U8", out_f * cdiv(in_f, 32) * n)]  # + e8m0 scales
     groups = cdiv(in_f, sch.group_size)
     if k == "int4_awq":
         return [("I32", cdiv(numel * sch.bits, 8) * n + cdiv(groups * out_f * sch.bits, 8) * n),
