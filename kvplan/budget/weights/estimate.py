@@ -829,6 +829,11 @@ def _quant_plan(config: Mapping[str, Any], hf_quant_config: Mapping[str, Any] | 
 _EXPERT_WEIGHTS = {"w1": "gate_proj", "w2": "down_proj", "w3": "up_proj"}
 
 
+# a fused virtual tensor whose checkpoint stores (and quantizes) its parts separately
+_FUSED_PARTS = {"in_proj_qkvz": ("in_proj_qkv", "in_proj_z"),  # Qwen3.5 GDN
+                "qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
 def _canonical_tail(name: str) -> str:
     m = re.search(r"(?:^|\.)((?:layers|mtp)\.\d+\..*|mtp\..*|lm_head.*)$", name)
     tail = m.group(1) if m else name
@@ -865,6 +870,10 @@ def _scheme_for(vt: VirtualTensor, plan: _QuantPlan) -> _Scheme:
     if plan.per_module:
         tail = _canonical_tail(vt.module)
         sch = plan.per_module.get(tail)
+        parent, _, leaf = tail.rpartition(".")
+        if sch is None and leaf in _FUSED_PARTS:  # the checkpoint quantizes the parts
+            parts = {plan.per_module.get(f"{parent}.{p}") for p in _FUSED_PARTS[leaf]}
+            sch = parts.pop() if len(parts) == 1 else None
         if sch is None and ".experts." in vt.name:  # per-expert entries: layers.N.mlp.experts.E.x
             pre, _, post = tail.partition(".experts.")
             for k, v in plan.per_module.items():
