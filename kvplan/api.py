@@ -62,6 +62,7 @@ class CheckOptions(TypedDict, total=False):
     data_parallel_size: int
     enforce_eager: bool
     revision: str | None
+    hf_overrides: dict[str, Any] | str | None  # vLLM's JSON, as a dict or a JSON string
     vllm: str | None
     with_fix: bool
     explain: bool
@@ -127,6 +128,7 @@ class FitOptions(TypedDict, total=False):
     gpu_memory_utilization: float | None
     enforce_eager: bool
     revision: str | None
+    hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
 
@@ -159,8 +161,15 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
                                          if kv_mem is not None else None),
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
-                  enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False))
+                  enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
+                  hf_overrides=_hf_overrides(o))
     return evaluate(req).plan
+
+
+def _hf_overrides(o: Mapping[str, Any]) -> str | None:
+    from kvplan.models.overrides import hf_overrides_json
+
+    return hf_overrides_json(o.get("hf_overrides"))
 
 
 def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, auto: bool
@@ -312,7 +321,8 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
     base = Request(model=model, deployment=dep, revision=o.get("revision"),
                    draft=draft or spec.get("model"), gpu_memory_utilization=util,
-                   enforce_eager=o.get("enforce_eager", False))
+                   enforce_eager=o.get("enforce_eager", False),
+                   hf_overrides=_hf_overrides(o))
     gpu = o.get("gpu")
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:

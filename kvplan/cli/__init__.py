@@ -147,6 +147,9 @@ def check(
     data_parallel_size: Annotated[int, Opt("--data-parallel-size", "-dp")] = 1,
     enforce_eager: Annotated[bool, Opt("--enforce-eager", help="no CUDA graphs")] = False,
     revision: Annotated[str | None, Opt("--revision")] = None,
+    hf_overrides: Annotated[str | None, Opt(
+        "--hf-overrides", help="vLLM's JSON applied to the model's config, e.g. "
+        "'{\"rope_scaling\": {...}}'")] = None,
     vllm: Annotated[str | None, Opt(
         "--vllm", help="vLLM release profile: 0.31.0, 0.32.0, 0.33.0, 0.34.0 (default newest)")
     ] = None,
@@ -199,7 +202,7 @@ def check(
         available_kv_gib=available_kv_gib, gpu=gpu, gpu_memory=gpu_memory,
         gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
-        explain=explain)
+        explain=explain, hf_overrides=hf_overrides)
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 
@@ -497,6 +500,9 @@ def fit(
     gpu_memory_utilization: Annotated[float | None, Opt("--gpu-memory-utilization")] = None,
     enforce_eager: Annotated[bool, Opt("--enforce-eager")] = False,
     revision: Annotated[str | None, Opt("--revision")] = None,
+    hf_overrides: Annotated[str | None, Opt(
+        "--hf-overrides", help="vLLM's JSON applied to the model's config, e.g. "
+        "'{\"rope_scaling\": {...}}'")] = None,
     vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile (default newest)")] = None,
     with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
@@ -522,7 +528,7 @@ def fit(
             enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-            revision=revision, vllm=vllm, with_fix=with_fix,
+            revision=revision, vllm=vllm, with_fix=with_fix, hf_overrides=hf_overrides,
             allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
     finally:
         progress.close()

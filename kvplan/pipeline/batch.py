@@ -17,7 +17,8 @@ from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_to
 # deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
                 "kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib",
-                "data_parallel_size", "enforce_eager", "speculative_config", "serve", "name"}
+                "data_parallel_size", "enforce_eager", "speculative_config", "serve", "name",
+                "hf_overrides"}
 DEPLOYMENT_KEYS = {f.name for f in fields(Deployment)} - {
     "sm", "gpu_name", "gpu_total_memory_bytes", "available_kv_bytes"}
 ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_parallel_size",
@@ -181,6 +182,10 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
     kv_mem = merged.pop("kv_cache_memory", None)
     kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
     gpu_mem = merged.pop("gpu_memory", None)
+    if "hf_overrides" in merged:
+        from kvplan.models.overrides import hf_overrides_json
+
+        merged["hf_overrides"] = hf_overrides_json(merged["hf_overrides"])
     name = str(merged.pop("name", merged["model"]))
     return Request(model=str(merged.pop("model")), deployment=dep, label=name,
                    kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)

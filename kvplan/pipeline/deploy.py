@@ -6,6 +6,7 @@ only through `kvplan.sources.hub`; everything else is the pure modules in order.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ class Request:
     enforce_eager: bool = False
     explain: bool = False
     label: str | None = None
+    hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,14 @@ class Resolved:
 def resolve(req: Request) -> Resolved:
     """Load the target (and draft) configs and describe them."""
     from kvplan import models as config
+    from kvplan.models.overrides import apply_hf_overrides, overrides_note
     from kvplan.sources import hub
     files = hub.load_model_files(req.model, revision=req.revision)
-    target = config.describe_model(files.config, source=req.model,
+    overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
+    target_config = apply_hf_overrides(files.config, overrides)
+    target = config.describe_model(target_config, source=req.model,
                                    hf_quant_config=files.hf_quant_config)
-    notes = list(files.notes)
+    notes = list(files.notes) + [n for n in [overrides_note(overrides)] if n]
     method = req.deployment.speculative_method
     draft_desc, draft_cfg = None, None
     if req.draft is not None:
@@ -88,7 +93,7 @@ def resolve(req: Request) -> Resolved:
     headers = None
     if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
         headers = hub.safetensors_headers(files)
-    return Resolved(target=target, draft=draft_desc, target_config=dict(files.config),
+    return Resolved(target=target, draft=draft_desc, target_config=target_config,
                     target_quant=files.hf_quant_config, draft_config=draft_cfg,
                     weight_headers=headers, notes=tuple(notes))
 
