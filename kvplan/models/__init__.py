@@ -31,6 +31,7 @@ from kvplan.models.chatglm import describe_chatglm
 from kvplan.models.description import ModelDescription
 from kvplan.models.drafts import is_draft_architecture, mtp_draft
 from kvplan.models.exaone import describe_exaone
+from kvplan.models.glm5next import describe_glm5_next
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
@@ -109,6 +110,8 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiniMaxM3SparseForConditionalGeneration": minimax.describe_minimax_m3_sparse,
     # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
     "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
+    "Glm5NextForCausalLM": describe_glm5_next,
+    "Glm5NextForConditionalGeneration": describe_glm5_next,
 }
 
 # model_type → adapter, for configs without a known architecture
@@ -140,6 +143,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "deepseek_vl_v2": deepseek.describe_deepseek,
     "kimi_linear": kimi.describe_kimi_linear,
     "deepseek_v4": deepseek_v4.describe_deepseek_v4,
+    "glm5_next": describe_glm5_next, "glm5_next_text": describe_glm5_next,
 }
 
 

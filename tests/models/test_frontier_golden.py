@@ -49,3 +49,16 @@ def _drop_oracle_cache_dtype(got: dict, want: dict) -> None:
             if s_got.get("cache_dtype_str") is None and "cache_dtype_str" in s_want:
                 s_got.pop("cache_dtype_str", None)
                 s_want.pop("cache_dtype_str")
+
+
+@pytest.mark.parametrize("fix", [False, True])
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v != "0.31.0"])
+def test_glm53_flash_plans_like_vllm(version, fix) -> None:
+    """a06: GLM-5.3-Flash (hand-made config, PROVENANCE.md) from 0.32 on (kvplan refuses 0.31)."""
+    suffix = ".patched" if fix else ""
+    exp = load(ORACLE_2026 / "expected" / f"a06_glm53_flash_tp8_kpool.{version}{suffix}.json")
+    res = build(real("handmade--GLM-5.3-Flash"),
+                h100_tp8(vllm_version=version, with_fix=fix, max_model_len=131072,
+                         available_kv_bytes=20 * 2**30))
+    got = contract(contract_dict(plan(res.planner_input), extra_spec_keys=True))
+    assert got == contract(exp)
