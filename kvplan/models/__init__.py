@@ -92,6 +92,7 @@ _BY_ARCH: dict[str, _Adapter] = {
     "MiniMaxForCausalLM": minimax.describe_minimax_linear,
     "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
     "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
+    "MiMoV2OmniForCausalLM": mimo.describe_mimo_v2,
     # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
     "ChatGLMModel": describe_chatglm,
     "ChatGLMForConditionalGeneration": describe_chatglm,
