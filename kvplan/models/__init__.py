@@ -32,6 +32,7 @@ from kvplan.models.description import ModelDescription
 from kvplan.models.drafts import is_draft_architecture, mtp_draft
 from kvplan.models.exaone import describe_exaone
 from kvplan.models.glm5next import describe_glm5_next
+from kvplan.models.inkling import describe_inkling
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
@@ -113,6 +114,8 @@ _BY_ARCH: dict[str, _Adapter] = {
     "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
     "Glm5NextForCausalLM": describe_glm5_next,
     "Glm5NextForConditionalGeneration": describe_glm5_next,
+    "InklingForCausalLM": describe_inkling,
+    "InklingForConditionalGeneration": describe_inkling,
 }
 
 # model_type → adapter, for configs without a known architecture
@@ -145,6 +148,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "kimi_linear": kimi.describe_kimi_linear,
     "deepseek_v4": deepseek_v4.describe_deepseek_v4,
     "glm5_next": describe_glm5_next, "glm5_next_text": describe_glm5_next,
+    "inkling_model": describe_inkling, "inkling_mm_model": describe_inkling,
 }
 
 

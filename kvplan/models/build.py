@@ -331,6 +331,8 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
                     sw_block: int | None = None, is_draft: bool = False) -> KVCacheSpec:
     storage = kv_cache_storage_dtype(kv_dtype, model_dtype)
     quant = kv_quant_mode(kv_dtype)
+    if layer.fixed_dtype and layer.kind.is_attention and layer.kind is not LayerKind.MLA_INDEXER:
+        storage, quant = layer.fixed_dtype, KVQuantMode.NONE  # e.g. Inkling's bf16 conv state
     kind = layer.kind
     if kind is LayerKind.COMPRESSOR_STATE or layer.model_version == DSV4:
         return _dsv4_spec(layer, block_size=block_size, kv_dtype=kv_dtype, is_draft=is_draft)
@@ -689,7 +691,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         if layer.kind is LayerKind.KPOOL_TAIL:
             layer_block = kpool_tail_ring(layer.tokens_per_state or 1, k, block)
         sw_block = None
-        if layer.kind is LayerKind.SLIDING_WINDOW:
+        if layer.kind is LayerKind.SLIDING_WINDOW and not layer.block_size:
             if is_draft and dep.draft_block_size:
                 sw_block = dep.draft_block_size
             else:

@@ -47,6 +47,11 @@ REASONS: dict[tuple[str, str], str] = {
     ("handmade--GLM-5.3-Flash", "kinds"):
         "GLM-5.3-Flash: 'linear_attention' layers are KDA state layers (models/glm5next "
         "common/model.py _is_kda_layer)",
+    **{("handmade--Inkling", check): "Inkling: vLLM reads it with its own InklingMMConfig "
+       "(models/inkling/configs.py), not transformers' InklingConfig: local_layer_ids layers use "
+       "swa_num_key_value_heads and sliding_window_size, and the length comes from "
+       "model_max_length at build time (kvplan.models.max_len)"
+       for check in ("max_len", "layer_heads", "layer_window", "kinds", "model_window")},
     ("google--gemma-4-26B-A4B", "kinds"):
         "Gemma 4: the last num_kv_shared_layers layers read an earlier layer's cache "
         "(kv_sharing_target_layer_name) and own none",

@@ -20,6 +20,7 @@ CASES = [
     ("a02_glm52_indexshare_tp8", "zai-org--GLM-5.2", {}),
     ("a03_dsv4_flash_tp8_blhnc", "deepseek-ai--DeepSeek-V4-Flash", {}),
     ("a04_mimo_v2_flash_tp8_diffkv", "XiaomiMiMo--MiMo-V2-Flash", dict(block_size=16)),
+    ("a07_inkling_tp8_sconv", "handmade--Inkling", dict(block_size=16)),
 ]
 
 
