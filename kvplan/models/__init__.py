@@ -50,6 +50,9 @@ _QWEN3 = partial(qwen.describe_qwen_dense, family="qwen3")
 _QWEN3_MOE = partial(qwen.describe_qwen_dense, family="qwen3_moe")
 _QWEN3_NEXT = partial(qwen.describe_qwen_gdn, family="qwen3_next")
 _QWEN3_5 = partial(qwen.describe_qwen_gdn, family="qwen3_5")
+# multimodal wrappers around vLLM's Qwen3.5 language model (Qwen3_5ForCausalLM, or the same
+# GDN + gated-attention layers: interns2_mobius.py), planned with the encoder-cache note
+_QWEN3_5_LM = partial(qwen.describe_qwen_gdn, family="qwen3_5", encoder_note=True)
 _GEMMA2 = partial(gemma.describe_gemma2_3, family="gemma2")
 _GEMMA3 = partial(gemma.describe_gemma2_3, family="gemma3")
 
@@ -114,6 +117,11 @@ _BY_ARCH: dict[str, _Adapter] = {
     "Gemma4UnifiedForConditionalGeneration": gemma.describe_gemma4,
     "Glm5NextForCausalLM": describe_glm5_next,
     "Glm5NextForConditionalGeneration": describe_glm5_next,
+    "MiniCPMV4_6ForConditionalGeneration": _QWEN3_5_LM,  # minicpmv4_6.py: Qwen3_5ForCausalLM
+    "MiniCPMV4_7ForConditionalGeneration": _QWEN3_5_LM,  # minicpmv4_7.py: MiniCPM-V 4.6's
+    "MiniCPMOcrForConditionalGeneration": _QWEN3_5_LM,  # minicpm_ocr.py: MiniCPM-V 4.6's
+    "InternS2PreviewForConditionalGeneration": _QWEN3_5_LM,  # Qwen3_5MoeForConditionalGeneration
+    "InternS2MobiusForConditionalGeneration": _QWEN3_5_LM,  # Qwen3.5 GDN / attention layers
     "InklingForCausalLM": describe_inkling,
     "InklingForConditionalGeneration": describe_inkling,
 }

@@ -514,7 +514,9 @@ def _supported_layouts(backends: set[str | None]) -> tuple[str, ...] | None:
 
 
 # vLLM: model_executor/models/registry.py — architectures a release does not register yet
-ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0"}
+ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
+                      "MiniCPMV4_7ForConditionalGeneration": "0.32.0",
+                      "MiniCPMOcrForConditionalGeneration": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
