@@ -25,6 +25,10 @@ class Backend(StrEnum):
     FLASH_ATTN_MLA_SPARSE = "FLASH_ATTN_MLA_SPARSE"
     FLASHINFER_MLA_SPARSE = "FLASHINFER_MLA_SPARSE"
     DEEPSEEK_V32_INDEXER = "DEEPSEEK_V32_INDEXER"  # the DSA indexer's K cache
+    # GLM-5.3-Flash (0.32+): the kpool-compressed indexer K cache and its tail ring
+    GLM5_NEXT_INDEXER = "GLM5_NEXT_INDEXER"
+    KPOOL_TAIL = "KPOOL_TAIL"
+    INKLING_SCONV_SWA = "INKLING_SCONV_SWA"  # Inkling's short-conv state cache (no kernel)
     # DeepSeek-V4 (FlashMLA path): compressed MLA, SWA cache, indexer, compressor state rings
     FLASHMLA_SPARSE_DSV4 = "FLASHMLA_SPARSE_DSV4"
     DEEPSEEK_SPARSE_SWA = "DEEPSEEK_SPARSE_SWA"
@@ -39,9 +43,16 @@ class Backend(StrEnum):
         return "MLA" in self.value
 
 
-def kernel_block_sizes(backend: Backend, *, sm: int | None = None, gqa_ratio: int = 1
-                       ) -> tuple[int | MultipleOf, ...]:
+def kernel_block_sizes(backend: Backend, *, sm: int | None = None, gqa_ratio: int = 1,
+                       index_kpool: int = 1) -> tuple[int | MultipleOf, ...]:
     """vLLM: <Backend>.get_supported_kernel_block_sizes (0.31–0.34, CUDA)."""
+    if backend is Backend.GLM5_NEXT_INDEXER:
+        # vLLM: Glm5NextIndexerBackend — index_kpool × the paged-MQA page sizes
+        # (utils/deep_gemm.py get_paged_mqa_page_sizes: 32 or 64 entries, only 64 on SM12x)
+        pages = (64,) if sm is not None and 120 <= sm < 130 else (32, 64)
+        return tuple(index_kpool * p for p in pages)
+    if backend in (Backend.KPOOL_TAIL, Backend.INKLING_SCONV_SWA):
+        return (MultipleOf(1),)  # vLLM: KpoolTailBackend, InklingSconvBackend (the base class)
     if backend is Backend.FLASHINFER:
         if sm is not None and 100 <= sm < 110 and gqa_ratio > 1:
             return (16, 32, 64, 128, 256, 512, 1024)  # TRT-LLM attention on SM100

@@ -84,6 +84,8 @@ class VllmProfile(BaseModel):
     # the worker's block table rows: get_block_table_width with the spec's
     # block_table_token_alignment (0.34; before, the raw max_num_blocks_per_req)
     block_table_token_alignment: bool = True
+    # Glm5NextModelConfig.verify_and_update_config: KV 'auto' → fp8 on SM10x (0.33+)
+    glm5_next_sm100_fp8_kv: bool = True
 
 
 PROFILES: dict[str, VllmProfile] = {
@@ -101,7 +103,8 @@ PROFILES: dict[str, VllmProfile] = {
                     mla_fields=frozenset({"storage_block_size"}), swa_mla_fields=frozenset(),
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
-                    glm5_next_grouping=True, block_table_token_alignment=False),
+                    glm5_next_grouping=True, block_table_token_alignment=False,
+                    glm5_next_sm100_fp8_kv=False),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -111,7 +114,8 @@ PROFILES: dict[str, VllmProfile] = {
                     planner_module="vllm.v1.core.kv_cache_utils", mla_fields=frozenset(),
                     swa_mla_fields=frozenset(),
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
-                    pool_probe_needs_layer_views=False, block_table_token_alignment=False),
+                    pool_probe_needs_layer_views=False, block_table_token_alignment=False,
+                    glm5_next_sm100_fp8_kv=False),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

@@ -36,6 +36,7 @@ class _Ref(NamedTuple):
     module: str
     function: str
     family: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()  # further keyword arguments of the adapter
 
     @property
     def name(self) -> str:
@@ -44,7 +45,8 @@ class _Ref(NamedTuple):
 
     def load(self) -> _Adapter:
         fn = getattr(import_module(f"kvplan.models.{self.module}"), self.function)
-        return partial(fn, family=self.family) if self.family else fn
+        kwargs = {**({"family": self.family} if self.family else {}), **dict(self.options)}
+        return partial(fn, **kwargs) if kwargs else fn
 
 
 class _Adapters(Mapping[str, _Adapter]):
@@ -79,6 +81,9 @@ _QWEN3 = _Ref("qwen", "describe_qwen_dense", "qwen3")
 _QWEN3_MOE = _Ref("qwen", "describe_qwen_dense", "qwen3_moe")
 _QWEN3_NEXT = _Ref("qwen", "describe_qwen_gdn", "qwen3_next")
 _QWEN3_5 = _Ref("qwen", "describe_qwen_gdn", "qwen3_5")
+# multimodal wrappers around vLLM's Qwen3.5 language model (Qwen3_5ForCausalLM, or the same
+# GDN + gated-attention layers: interns2_mobius.py), planned with the encoder-cache note
+_QWEN3_5_LM = _Ref("qwen", "describe_qwen_gdn", "qwen3_5", (("encoder_note", True),))
 _DEEPSEEK = _Ref("deepseek", "describe_deepseek")
 _GEMMA2 = _Ref("gemma", "describe_gemma2_3", "gemma2")
 _GEMMA3 = _Ref("gemma", "describe_gemma2_3", "gemma3")
@@ -103,6 +108,8 @@ _NEMOTRON_NAS = _Ref("nemotron_nas", "describe_nemotron_nas")
 _KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
 _DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
 _DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
+_GLM5_NEXT = _Ref("glm5next", "describe_glm5_next")
+_INKLING = _Ref("inkling", "describe_inkling")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -144,6 +151,7 @@ _BY_ARCH = _Adapters({
     "MiniMaxForCausalLM": _MINIMAX_LINEAR,
     "MiMoV2FlashForCausalLM": _MIMO_V2,
     "MiMoV2ForCausalLM": _MIMO_V2,
+    "MiMoV2OmniForCausalLM": _MIMO_V2,
     # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
     "ChatGLMModel": _CHATGLM,
     "ChatGLMForConditionalGeneration": _CHATGLM,
@@ -162,6 +170,15 @@ _BY_ARCH = _Adapters({
     "MiniMaxM3SparseForConditionalGeneration": _MINIMAX_M3_SPARSE,
     # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
     "Gemma4UnifiedForConditionalGeneration": _GEMMA4,
+    "Glm5NextForCausalLM": _GLM5_NEXT,
+    "Glm5NextForConditionalGeneration": _GLM5_NEXT,
+    "MiniCPMV4_6ForConditionalGeneration": _QWEN3_5_LM,  # minicpmv4_6.py: Qwen3_5ForCausalLM
+    "MiniCPMV4_7ForConditionalGeneration": _QWEN3_5_LM,  # minicpmv4_7.py: MiniCPM-V 4.6's
+    "MiniCPMOcrForConditionalGeneration": _QWEN3_5_LM,  # minicpm_ocr.py: MiniCPM-V 4.6's
+    "InternS2PreviewForConditionalGeneration": _QWEN3_5_LM,  # Qwen3_5MoeForConditionalGeneration
+    "InternS2MobiusForConditionalGeneration": _QWEN3_5_LM,  # Qwen3.5 GDN / attention layers
+    "InklingForCausalLM": _INKLING,
+    "InklingForConditionalGeneration": _INKLING,
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -187,6 +204,8 @@ _BY_MODEL_TYPE = _Adapters({
     "deepseek_vl_v2": _DEEPSEEK,
     "kimi_linear": _KIMI_LINEAR,
     "deepseek_v4": _DEEPSEEK_V4,
+    "glm5_next": _GLM5_NEXT, "glm5_next_text": _GLM5_NEXT,
+    "inkling_model": _INKLING, "inkling_mm_model": _INKLING,
 })
 
 

@@ -26,6 +26,7 @@ from kvplan.engine.profiles import VllmProfile, get_profile
 from kvplan.engine.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
     CrossAttentionSpec,
     EncoderOnlyAttentionSpec,
     FullAttentionSpec,
@@ -53,6 +54,7 @@ from kvplan.models.max_len import verify_max_model_len
 from kvplan.models.parallel import get_pp_indices
 from kvplan.units import (
     KVQuantMode,
+    cdiv,
     dtype_size_bytes,
     kv_cache_storage_dtype,
     kv_quant_mode,
@@ -70,6 +72,7 @@ FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64  # vLLM: v1/attention/backends/gdn_attn
 FLASHKDA_CHECKPOINT_ALIGNMENT = 16  # vLLM: layers/mamba/kda_checkpoint.py
 MLA_BLOB_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}  # vLLM: MLAAttention.get_kv_cache_spec
 MAX_MODEL_LEN_LIMIT = 2**31  # no model serves more; catches 10^12 typos
+GLM5_NEXT_ARCHS = frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"})
 HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
 
 
@@ -168,7 +171,8 @@ def resolve_model_dtype(requested: str, config_dtype: str, warnings: list[str]) 
     return d
 
 
-def resolve_kv_cache_dtype(requested: str, model: ModelDescription, sm: int | None = None) -> str:
+def resolve_kv_cache_dtype(requested: str, model: ModelDescription, sm: int | None = None,
+                           profile: VllmProfile | None = None) -> str:
     """vLLM: torch_utils.resolve_kv_cache_dtype_string — 'auto' takes the checkpoint's KV quant;
     then the architecture's config hook (models/config.py)."""
     d = normalize_kv_cache_dtype(requested)
@@ -179,6 +183,10 @@ def resolve_kv_cache_dtype(requested: str, model: ModelDescription, sm: int | No
         d = "auto"  # DeepseekV32ForCausalLM.verify_and_update_config
     if "GlmMoeDsaForCausalLM" in archs and d == "auto" and sm is not None and 100 <= sm < 110:
         d = "fp8_e4m3"  # GlmMoeDsaForCausalLM.verify_and_update_config (SM10x only)
+    if (archs and archs[0] in GLM5_NEXT_ARCHS and d == "auto" and model.sparse_mla
+            and sm is not None and 100 <= sm < 110 and profile is not None
+            and profile.glm5_next_sm100_fp8_kv):
+        d = "fp8"  # Glm5NextModelConfig.verify_and_update_config (0.33+, SM10x, index_topk set)
     return d
 
 
@@ -323,6 +331,8 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
                     sw_block: int | None = None, is_draft: bool = False) -> KVCacheSpec:
     storage = kv_cache_storage_dtype(kv_dtype, model_dtype)
     quant = kv_quant_mode(kv_dtype)
+    if layer.fixed_dtype and layer.kind.is_attention and layer.kind is not LayerKind.MLA_INDEXER:
+        storage, quant = layer.fixed_dtype, KVQuantMode.NONE  # e.g. Inkling's bf16 conv state
     kind = layer.kind
     if kind is LayerKind.COMPRESSOR_STATE or layer.model_version == DSV4:
         return _dsv4_spec(layer, block_size=block_size, kv_dtype=kv_dtype, is_draft=is_draft)
@@ -330,12 +340,22 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
         # vLLM: DeepseekV32IndexerCache.get_kv_cache_spec (uint8 rows, max_tp_shards 1) /
         # minimax_m3 common/indexer.py MiniMaxM3IndexerCache (bf16 index keys, no max_tp_shards);
         # neither sets cache_dtype_str
+        # GLM-5.3-Flash glm5next/common/attention.py Glm5NextIndexerCache: the same spec with
+        # tokens_per_state = index_kpool (one stored entry per pool)
         assert layer.head_size is not None
         dtype = layer.fixed_dtype or "uint8"
         return MLAAttentionSpec(block_size=block_size, num_kv_heads=1,
                                 max_tp_shards=1 if dtype == "uint8" else None,
                                 head_size=layer.head_size, dtype=dtype,
-                                cache_role=SparseCacheRole.INDEXER, is_draft=is_draft)
+                                cache_role=SparseCacheRole.INDEXER, is_draft=is_draft,
+                                tokens_per_state=layer.tokens_per_state or 1)
+    if kind is LayerKind.KPOOL_TAIL:
+        # vLLM: glm5next/common/attention.py Glm5NextTailCache.get_kv_cache_spec — one ring
+        # block of [raw K, gate score] per request (block_size = the ring, from the caller)
+        assert layer.head_size is not None
+        return CircularBufferSpec(block_size=block_size, num_kv_heads=2, head_size=layer.head_size,
+                                  head_size_v=0, dtype=layer.fixed_dtype or "bfloat16",
+                                  dcp_sharded=False, is_draft=is_draft)
     if kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA):
         if layer.kv_lora_rank is None:
             raise InputError(f"{layer.name}: an MLA layer needs kv_lora_rank")
@@ -472,8 +492,31 @@ def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
     return sm is not None and sm >= 100 and head_k == {128} and ctx.dep.cuda_runtime_major >= 13
 
 
+def kpool_tail_ring(index_kpool: int, num_spec: int, block_size: int) -> int:
+    """vLLM: Glm5NextTailCache.get_kv_cache_spec — index_kpool × next_power_of_2(cdiv(index_kpool
+    + num_speculative_tokens, index_kpool)) slots, which must divide the attention block."""
+    ring = index_kpool * (1 << (cdiv(index_kpool + num_spec, index_kpool) - 1).bit_length())
+    if block_size % ring:
+        raise InputError(f"Glm5NextTailCache: cache_config.block_size ({block_size}) must be a "
+                         f"multiple of the tail ring ({ring})",
+                         hint="pick a --block-size that is a multiple of the ring")
+    return ring
+
+
+def _supported_layouts(backends: set[str | None]) -> tuple[str, ...] | None:
+    """vLLM: <Backend>.supported_kv_cache_layouts, merged — only these declare a set here:
+    DeepseekV4IndexerBackend (BLHNC, BLNHC) and KpoolTailBackend (BLHNC, 0.32+)."""
+    if Backend.DEEPSEEK_V4_INDEXER.value in backends:
+        return DSV4_KV_CACHE_LAYOUTS
+    if Backend.KPOOL_TAIL.value in backends:
+        return ("BLHNC",)
+    return None
+
+
 # vLLM: model_executor/models/registry.py — architectures a release does not register yet
-ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0"}
+ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
+                      "MiniCPMV4_7ForConditionalGeneration": "0.32.0",
+                      "MiniCPMOcrForConditionalGeneration": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -495,9 +538,15 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     """Target (+ draft) → PlannerInput, mirroring vLLM's worker start-up."""
     profile = get_profile(dep.vllm_version)
     _check_release_serves(target, profile.version)
+    if profile.glm5_next_grouping and any(layer.kind is LayerKind.KPOOL_TAIL
+                                          for layer in target.layers):
+        # vLLM 0.31: KpoolTailSpec tails, storage_block_size, its own Glm5NextConfig defaults
+        raise UnsupportedError("GLM-5.3-Flash (Glm5Next) under vLLM 0.31 (KpoolTailSpec tails, "
+                               "storage_block_size) is not modelled by kvplan",
+                               hint="plan it with --vllm 0.32.0 or later")
     warnings: list[str] = list(target.warnings)
     model_dtype = resolve_model_dtype(dep.dtype, target.dtype, warnings)
-    kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm)
+    kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm, profile)
     if target.sparse_mla:
         kv_dtype = sparse_mla_kv_cache_dtype(kv_dtype, select_sparse_mla_backend(
             kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend))
@@ -540,7 +589,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         draft_layers = draft.layers
         draft_name = draft.source
     draft_kv = resolve_kv_cache_dtype(dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
-                                      draft or target, dep.sm) if draft_layers else None
+                                      draft or target, dep.sm, profile) if draft_layers else None
     draft_sparse = (draft or target).sparse_mla
     if draft_kv is not None and (draft or target).family == DSV4:
         draft_kv = dsv4_kv_cache_dtype(draft_kv, dep)
@@ -569,7 +618,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     for b in [*target_backends, *draft_backends]:
         if b is not None and b not in distinct:
             distinct.append(b)
-    sizes = [kernel_block_sizes(b, sm=dep.sm) for b in distinct]
+    # vLLM: Glm5NextIndexerBackend reads index_kpool (the indexer's tokens_per_state)
+    kpool = max((layer.tokens_per_state or 1 for layer in [*target.layers, *draft_layers]
+                 if layer.backend == Backend.GLM5_NEXT_INDEXER.value), default=1)
+    sizes = [kernel_block_sizes(b, sm=dep.sm, index_kpool=kpool) for b in distinct]
 
     # Phase 1: the preferred block when --block-size is not given
     block = dep.block_size or preferred_block_size(sizes, profile.default_block_size)
@@ -602,7 +654,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         ckpt = (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if _gdn_exports_checkpoints(target, ctx)
                 else None)
         aligned = align_hybrid_block_size(
-            profile, block_size=block, primary_sizes=kernel_block_sizes(distinct[0], sm=dep.sm),
+            profile, block_size=block, primary_sizes=sizes[0],
             all_sizes=sizes, attn_page_per_token=attn_1tok, mamba_page=mamba_page,
             use_mla=target.use_mla, align_mode=mamba_mode == "align", checkpoint_alignment=ckpt)
         if profile.hybrid_align_backend_lcm:  # 0.32+ checks the aligned size
@@ -638,8 +690,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         assert backend is not None
         layer_block = dep.draft_block_size if (is_draft and dep.draft_block_size) else block
         layer_block = layer.block_size or layer_block  # a block the layer fixes itself
+        if layer.kind is LayerKind.KPOOL_TAIL:
+            layer_block = kpool_tail_ring(layer.tokens_per_state or 1, k, block)
         sw_block = None
-        if layer.kind is LayerKind.SLIDING_WINDOW:
+        if layer.kind is LayerKind.SLIDING_WINDOW and not layer.block_size:
             if is_draft and dep.draft_block_size:
                 sw_block = dep.draft_block_size
             else:
@@ -694,8 +748,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         disable_hybrid_kv_cache_manager=disable_hybrid,
         num_gpu_blocks_override=dep.num_gpu_blocks_override,
         enable_extensible_kv_cache=False, vllm_version=profile.version, with_fix=dep.with_fix,
-        supported_kv_cache_layouts=DSV4_KV_CACHE_LAYOUTS if any(
-            p.backend == Backend.DEEPSEEK_V4_INDEXER.value for p in plans) else None)
+        supported_kv_cache_layouts=_supported_layouts({p.backend for p in plans}))
     del draft_name
     return BuildResult(planner_input=inp, layers=tuple(plans), block_size=block,
                        kv_cache_dtype=kv_dtype, draft_kv_cache_dtype=draft_kv,

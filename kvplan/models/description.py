@@ -40,6 +40,9 @@ class LayerKind(StrEnum):
     # DeepSeek-V4 compressor state: an fp32 ring of the token group being compressed (a sliding
     # window of its own block size)
     COMPRESSOR_STATE = "compressor_state"
+    # GLM-5.3-Flash kpool indexer tail: a one-block bf16 ring per request of the raw keys and gate
+    # scores of the pool still being filled (2 head slots × index_head_dim)
+    KPOOL_TAIL = "kpool_tail"
 
     @property
     def is_state(self) -> bool:

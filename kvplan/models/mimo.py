@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kvplan.models._common import (
     Cfg,
+    architectures,
     attention,
     attn_name,
     finish,
@@ -13,9 +14,11 @@ from kvplan.models._common import (
 )
 from kvplan.models.description import LayerDescription, ModelDescription
 from kvplan.models.quant import quantization_info
+from kvplan.models.resolved import encoder_cache_note
 
 # vLLM: models/mimo_v2_mtp.py _MIMO_V2_FLASH_NUM_MTP_LAYERS / _MIMO_V2_PRO_NUM_MTP_LAYERS
 _VLLM_MTP_LAYERS = 1
+OMNI = "MiMoV2OmniForCausalLM"
 
 
 def _swa_layer(text: Cfg, index: int, name: str) -> LayerDescription:
@@ -37,17 +40,25 @@ def describe_mimo_v2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     text = text_cfg(top)
     n = num_layers_of(text)
     pattern = pattern_list(text, "hybrid_layer_pattern", n)
+    # vLLM: mimo_v2_omni.py MiMoV2OmniForCausalLM — the same MiMoV2FlashForCausalLM under
+    # language_model. (vision and audio towers beside it); its MTP (mimo_v2_mtp.py
+    # MiMoV2OmniMTP) is MiMoV2MTP's
+    omni = architectures(top)[:1] == (OMNI,)
+    prefix = "language_model.model.layers" if omni else "model.layers"
     kv = text.req_int("num_key_value_heads", "the full-attention layers")
     hd = text.req_int("head_dim", "the full-attention layers")
     hd_v = text.get_int("v_head_dim", hd)
     layers: list[LayerDescription] = []
     for i, p in enumerate(pattern):
         if int(p) == 1:
-            layers.append(_swa_layer(text, i, attn_name(i)))
+            layers.append(_swa_layer(text, i, attn_name(i, prefix)))
         else:
-            layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, head_size_v=hd_v))
+            layers.append(attention(i, attn_name(i, prefix), kv_heads=kv, head_size=hd,
+                                    head_size_v=hd_v))
     mtp = [_swa_layer(text, n + k, f"model.mtp.layers.{k}.self_attn.attn")
            for k in range(_VLLM_MTP_LAYERS)]
-    return finish(top, text, family="mimo_v2", layers=layers,
+    desc = finish(top, text, family="mimo_v2", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   num_nextn_predict_layers=_VLLM_MTP_LAYERS, mtp_layers=mtp)
+    note = encoder_cache_note(desc.architectures) if omni else None
+    return desc.model_copy(update={"warnings": desc.warnings + (note,)}) if note else desc

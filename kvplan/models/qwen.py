@@ -19,6 +19,7 @@ from kvplan.models._common import (
 )
 from kvplan.models.description import GdnDims, LayerDescription, LayerKind, ModelDescription
 from kvplan.models.quant import quantization_info
+from kvplan.models.resolved import encoder_cache_note
 
 
 def _effective_window(cfg: Cfg) -> int | None:
@@ -108,7 +109,8 @@ def _hybrid_types(cfg: Cfg, n: int) -> list[str]:
     return types
 
 
-def describe_qwen_gdn(top: Cfg, hf_quant_config: dict | None, *, family: str) -> ModelDescription:
+def describe_qwen_gdn(top: Cfg, hf_quant_config: dict | None, *, family: str,
+                      encoder_note: bool = False) -> ModelDescription:
     """Qwen3-Next ("qwen3_next") and Qwen3.5/3.6 ("qwen3_5") text decoders.
 
     vLLM: models/qwen3_next.py Qwen3NextDecoderLayer and models/qwen3_5 (layer_types[i] picks
@@ -147,6 +149,8 @@ def describe_qwen_gdn(top: Cfg, hf_quant_config: dict | None, *, family: str) ->
         text.warn(f"'{text.field(mtp_key)}' is absent: assumed 1 MTP module (vLLM's default)")
     mtp = [attention(n + k, f"mtp.layers.{k}.self_attn.attn", kv_heads=kv, head_size=hd)
            for k in range(n_mtp)]
-    return finish(top, text, family=family, layers=layers,
+    desc = finish(top, text, family=family, layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   mamba_ssm_dtype=ssm_dtype, num_nextn_predict_layers=n_mtp, mtp_layers=mtp)
+    note = encoder_cache_note(desc.architectures) if encoder_note else None
+    return desc.model_copy(update={"warnings": desc.warnings + (note,)}) if note else desc

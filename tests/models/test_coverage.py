@@ -84,3 +84,10 @@ def test_hybrid_without_adapter_is_refused_naming_what_is_missing() -> None:
     row = coverage()["Zamba2ForCausalLM"]
     assert row.path == "refused:needs-adapter"
     assert "state" in row.reason
+
+
+def test_every_row_has_exactly_the_columns() -> None:
+    """An unquoted comma in a reason would cut it short (csv.DictReader puts the rest under None)."""
+    with resources.files("kvplan").joinpath("data", "coverage.csv").open(encoding="utf-8") as fh:
+        widths = {len(row) for row in csv.reader(fh)}
+    assert widths == {5}

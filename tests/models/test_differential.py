@@ -44,6 +44,14 @@ REASONS: dict[tuple[str, str], str] = {
     ("nvidia--MiniMax-M3-NVFP4", "kinds"):
         "MiniMax-M3: 'minimax_m3_sparse' layers are full attention with a bf16 indexer side "
         "cache (models/minimax_m3.py)",
+    ("handmade--GLM-5.3-Flash", "kinds"):
+        "GLM-5.3-Flash: 'linear_attention' layers are KDA state layers (models/glm5next "
+        "common/model.py _is_kda_layer)",
+    **{("handmade--Inkling", check): "Inkling: vLLM reads it with its own InklingMMConfig "
+       "(models/inkling/configs.py), not transformers' InklingConfig: local_layer_ids layers use "
+       "swa_num_key_value_heads and sliding_window_size, and the length comes from "
+       "model_max_length at build time (kvplan.models.max_len)"
+       for check in ("max_len", "layer_heads", "layer_window", "kinds", "model_window")},
     ("google--gemma-4-26B-A4B", "kinds"):
         "Gemma 4: the last num_kv_shared_layers layers read an earlier layer's cache "
         "(kv_sharing_target_layer_name) and own none",
@@ -82,7 +90,7 @@ def _describe(name: str) -> tuple[ModelDescription, dict[str, Any]]:
 # (tests/config/test_<family>.py) instead
 NO_TRANSFORMERS_CLASS = {"chatglm", "internlm2", "nemotron-nas", "deepseek_vl_v2", "kimi_k3"}
 # caches a decoder layer owns beside its attention (vLLM registers them as layers of their own)
-SIDE_CACHES = {LayerKind.MLA_INDEXER, LayerKind.COMPRESSOR_STATE}
+SIDE_CACHES = {LayerKind.MLA_INDEXER, LayerKind.COMPRESSOR_STATE, LayerKind.KPOOL_TAIL}
 
 
 @pytest.mark.parametrize("name", ALL)

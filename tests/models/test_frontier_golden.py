@@ -20,6 +20,7 @@ CASES = [
     ("a02_glm52_indexshare_tp8", "zai-org--GLM-5.2", {}),
     ("a03_dsv4_flash_tp8_blhnc", "deepseek-ai--DeepSeek-V4-Flash", {}),
     ("a04_mimo_v2_flash_tp8_diffkv", "XiaomiMiMo--MiMo-V2-Flash", dict(block_size=16)),
+    ("a07_inkling_tp8_sconv", "handmade--Inkling", dict(block_size=16)),
 ]
 
 
@@ -49,3 +50,21 @@ def _drop_oracle_cache_dtype(got: dict, want: dict) -> None:
             if s_got.get("cache_dtype_str") is None and "cache_dtype_str" in s_want:
                 s_got.pop("cache_dtype_str", None)
                 s_want.pop("cache_dtype_str")
+
+
+@pytest.mark.parametrize("fix", [False, True])
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v != "0.31.0"])
+@pytest.mark.parametrize("k", [0, 3])
+def test_glm53_flash_plans_like_vllm(version, fix, k) -> None:
+    """a06 / a08: GLM-5.3-Flash (hand-made config, PROVENANCE.md), without and with its MTP
+    drafter (3 tokens), from 0.32 on (kvplan refuses 0.31)."""
+    suffix = ".patched" if fix else ""
+    case = "a08_glm53_flash_tp8_kpool_mtp3" if k else "a06_glm53_flash_tp8_kpool"
+    exp = load(ORACLE_2026 / "expected" / f"{case}.{version}{suffix}.json")
+    target = real("handmade--GLM-5.3-Flash")
+    spec = dict(speculative_method="mtp", num_speculative_tokens=k) if k else {}
+    res = build(target, h100_tp8(vllm_version=version, with_fix=fix, max_model_len=131072,
+                                 available_kv_bytes=20 * 2**30, **spec),
+                mtp_draft(target) if k else None)
+    got = contract(contract_dict(plan(res.planner_input), extra_spec_keys=True))
+    assert got == contract(exp)

@@ -79,3 +79,41 @@ def test_mimo_v2_diff_kv_takes_flash_attention_on_sm100() -> None:
     for sm, backend in ((100, "FLASH_ATTN"), (90, "FLASH_ATTN"), (80, "TRITON_ATTN")):
         res = build(m, h100_tp8(sm=sm))
         assert {lp.backend for lp in res.layers} == {backend}
+
+
+def test_mimo_v2_omni_is_mimo_v2_under_language_model() -> None:
+    """vLLM: mimo_v2_omni.py MiMoV2OmniForCausalLM builds MiMoV2FlashForCausalLM at
+    language_model (vision / audio towers hold no KV cache). The MiMo-V2-Flash config with the
+    Omni architecture (the --hf-overrides public MiMo-V2.5 recipes use) exercises that branch."""
+    from kvplan.models import describe_model
+    from kvplan.models.build import build
+    from tests.models.helpers import edited, h100_tp8
+
+    flash = real("XiaomiMiMo--MiMo-V2-Flash")
+    omni = describe_model(edited("XiaomiMiMo--MiMo-V2-Flash", ("architectures",),
+                                 ["MiMoV2OmniForCausalLM"]), source="omni")
+    assert omni.layers[0].name == "language_model.model.layers.0.self_attn.attn"
+    assert [x.model_copy(update={"name": ""}) for x in omni.layers] == [
+        x.model_copy(update={"name": ""}) for x in flash.layers]
+    # the MTP drafter (MiMoV2OmniMTP = MiMoV2MTP) keeps its own names
+    assert [x.name for x in omni.mtp_layers] == ["model.mtp.layers.0.self_attn.attn"]
+    assert any("encoder cache" in w for w in omni.warnings)
+    # the same specs (Diff-KV backends included), so the same blocks and pages as MiMo-V2-Flash
+    a, b = build(flash, h100_tp8(block_size=16)), build(omni, h100_tp8(block_size=16))
+    assert [(p.kind, p.backend, p.spec) for p in a.layers] == [
+        (p.kind, p.backend, p.spec) for p in b.layers]
+
+
+def test_mimo_v2_omni_cli_check(tmp_path) -> None:
+    import json
+
+    from tests.models.helpers import check_h100_x8, edited
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(edited("XiaomiMiMo--MiMo-V2-Flash", ("architectures",),
+                                      ["MiMoV2OmniForCausalLM"])))
+    out = check_h100_x8(path, "--block-size", "16")
+    # 9 full layers (4 KV heads / 8 ranks → 1) and 39 SWA layers (8 / 8 = 1), K 192 + V 128:
+    # one 16-token page = 16 · 1 · (192 + 128) · 2 B = 10,240 B for every group
+    assert {g["page_size_bytes"] for g in out["groups"]} == {10_240}
+    assert any("encoder cache" in w for w in out["warnings"])
