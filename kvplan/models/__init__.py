@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any
 
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
+from kvplan.models import bailing as bailing
 from kvplan.models import coverage as _coverage
 from kvplan.models import deepseek, gemma, generic, gpt_oss, lfm2, llama, mamba, mimo, minimax, qwen
 from kvplan.models import deepseek_v4 as deepseek_v4
@@ -82,6 +83,16 @@ _BY_ARCH: dict[str, _Adapter] = {
     "Mamba2ForCausalLM": mamba.describe_mamba2,
     "JambaForCausalLM": mamba.describe_jamba,
     "NemotronHForCausalLM": mamba.describe_nemotron_h,
+    "NemotronHPuzzleForCausalLM": mamba.describe_nemotron_h,
+    "NemotronH_Nano_VL_V2": mamba.describe_nemotron_h,
+    "NemotronH_Nano_Omni_Reasoning_V3": mamba.describe_nemotron_h,
+    "NemotronH_Omni_Reasoning_V3": mamba.describe_nemotron_h,
+    "NemotronH_Super_Omni_Reasoning_V3": mamba.describe_nemotron_h,
+    "Nemotron3_5TranscribeForConditionalGeneration": mamba.describe_nemotron_h,  # vLLM 0.34 only
+    "BailingMoeV2_5ForCausalLM": bailing.describe_bailing_v2_5,
+    "BailingMoeV3ForCausalLM": bailing.describe_bailing_v3,
+    "BailingMoeV3VLForConditionalGeneration": bailing.describe_bailing_v3,
+    "AliceAIForCausalLM": kimi.describe_alice_ai,  # vLLM 0.33+
     "FalconH1ForCausalLM": mamba.describe_falcon_h1,
     "GraniteMoeHybridForCausalLM": mamba.describe_granite_hybrid,
     "Lfm2ForCausalLM": lfm2.describe_lfm2,

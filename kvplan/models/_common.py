@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.errors import SPECS_HINT, ConfigError, KvplanError, UnsupportedError
+from kvplan.models.coverage import encoder_cache_note
 from kvplan.models.description import (
     LayerDescription,
     LayerKind,
@@ -129,6 +130,19 @@ def text_cfg(top: Cfg) -> Cfg:
         if sub is not None and (sub.has("num_hidden_layers") or sub.has("model_type")):
             return sub
     return top
+
+
+def layers_prefix(top: Cfg, text: Cfg) -> str:
+    """Where vLLM registers the decoder layers: a multimodal wrapper builds its language model
+    under `language_model` (init_vllm_registered_model(prefix="language_model"))."""
+    return "model.layers" if text is top else "language_model.model.layers"
+
+
+def note_encoder_cache(top: Cfg) -> None:
+    """Add the multimodal encoder-cache note (as the generic path does) to a wrapper's plan."""
+    note = encoder_cache_note(architectures(top))
+    if note is not None:
+        top.warn(note)
 
 
 # --- layer patterns -----------------------------------------------------------------------------
