@@ -19,11 +19,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from kvplan.engine.planner import plan
+from kvplan.engine.serialize import contract_dict
 from kvplan.engine.specs import MambaSpec, MambaType, MLAAttentionSpec
 from kvplan.models import describe_model
 from kvplan.models.build import build
 from kvplan.models.coverage import ENCODER_CACHE_NOTE
 from kvplan.models.description import LayerKind
+from tests.golden import ORACLE_2026, VERSIONS, contract, load
 from tests.models.helpers import check_h100_x8, h100_tp8, indices
 
 
@@ -127,3 +132,16 @@ def test_v3_vl_cli_h100_x8(tmp_path) -> None:
     # 4 MLA and 8 KDA layers in all
     assert sum(g["num_layers"] for g in out["groups"] if g["kind"] == "mla_attention") == 4
     assert sum(g["num_layers"] for g in out["groups"] if g["kind"] == "mamba") >= 8
+
+
+@pytest.mark.parametrize("fix", [False, True])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_v2_5_plans_like_vllm(version: str, fix: bool) -> None:
+    # golden case a06 (tests/data/golden-oracle-2026): the same MLA + linear-attention layer mix
+    # through vLLM's own planner; the specs here come from the config, not from the case file
+    suffix = ".patched" if fix else ""
+    name = f"a06_bailing_v2_5_style_mla_linear_tp8.{version}{suffix}.json"
+    exp = load(ORACLE_2026 / "expected" / name)
+    m = describe_model(_text("BailingMoeV2_5ForCausalLM"), source="hand-made")
+    res = build(m, h100_tp8(vllm_version=version, with_fix=fix))
+    assert contract(contract_dict(plan(res.planner_input), extra_spec_keys=True)) == contract(exp)
