@@ -86,7 +86,17 @@ class VllmProfile(BaseModel):
     block_table_token_alignment: bool = True
     # Glm5NextModelConfig.verify_and_update_config: KV 'auto' → fp8 on SM10x (0.33+)
     glm5_next_sm100_fp8_kv: bool = True
+    # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
+    # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
+    # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
+    nemotron_ssm_hook_archs: frozenset[str] = frozenset({
+        "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2",
+        "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3",
+        "NemotronH_Omni_Reasoning_V3", "Nemotron3_5TranscribeForConditionalGeneration"})
 
+
+_NEMOTRON_SSM_HOOK_BEFORE_034 = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+                                           "NemotronH_Nano_VL_V2"})
 
 PROFILES: dict[str, VllmProfile] = {
     p.version: p
@@ -104,7 +114,8 @@ PROFILES: dict[str, VllmProfile] = {
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
                     glm5_next_grouping=True, block_table_token_alignment=False,
-                    glm5_next_sm100_fp8_kv=False),
+                    glm5_next_sm100_fp8_kv=False,
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -115,7 +126,8 @@ PROFILES: dict[str, VllmProfile] = {
                     swa_mla_fields=frozenset(),
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
                     pool_probe_needs_layer_views=False, block_table_token_alignment=False,
-                    glm5_next_sm100_fp8_kv=False),
+                    glm5_next_sm100_fp8_kv=False,
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -124,7 +136,8 @@ PROFILES: dict[str, VllmProfile] = {
                     extensible_kv_cache_default=False, has_is_draft=True,
                     planner_module="vllm.v1.core.kv_cache_planning",
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
-                    block_table_token_alignment=False, swa_mla_fields=frozenset()),
+                    block_table_token_alignment=False, swa_mla_fields=frozenset(),
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
         VllmProfile(version="0.34.0", default_block_size=64, sw_block_rule=SwBlockRule.PREFER_DIVISOR,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.B,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=True,

@@ -109,6 +109,9 @@ _KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
 _DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
 _DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
 _GLM5_NEXT = _Ref("glm5next", "describe_glm5_next")
+_BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
+_BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
+_ALICE_AI = _Ref("kimi", "describe_alice_ai")
 _INKLING = _Ref("inkling", "describe_inkling")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
@@ -142,6 +145,12 @@ _BY_ARCH = _Adapters({
     "Mamba2ForCausalLM": _MAMBA2,
     "JambaForCausalLM": _JAMBA,
     "NemotronHForCausalLM": _NEMOTRON_H,
+    "NemotronHPuzzleForCausalLM": _NEMOTRON_H,
+    "NemotronH_Nano_VL_V2": _NEMOTRON_H,
+    "NemotronH_Nano_Omni_Reasoning_V3": _NEMOTRON_H,
+    "NemotronH_Omni_Reasoning_V3": _NEMOTRON_H,
+    "NemotronH_Super_Omni_Reasoning_V3": _NEMOTRON_H,
+    "Nemotron3_5TranscribeForConditionalGeneration": _NEMOTRON_H,  # vLLM 0.34 only
     "FalconH1ForCausalLM": _FALCON_H1,
     "GraniteMoeHybridForCausalLM": _GRANITE_HYBRID,
     "Lfm2ForCausalLM": _LFM2,
@@ -179,6 +188,10 @@ _BY_ARCH = _Adapters({
     "InternS2MobiusForConditionalGeneration": _QWEN3_5_LM,  # Qwen3.5 GDN / attention layers
     "InklingForCausalLM": _INKLING,
     "InklingForConditionalGeneration": _INKLING,
+    "BailingMoeV2_5ForCausalLM": _BAILING_V2_5,
+    "BailingMoeV3ForCausalLM": _BAILING_V3,
+    "BailingMoeV3VLForConditionalGeneration": _BAILING_V3,
+    "AliceAIForCausalLM": _ALICE_AI,  # vLLM 0.33+
 })
 
 # model_type → adapter, for configs without a known architecture

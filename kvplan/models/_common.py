@@ -131,6 +131,21 @@ def text_cfg(top: Cfg) -> Cfg:
     return top
 
 
+def layers_prefix(top: Cfg, text: Cfg) -> str:
+    """Where vLLM registers the decoder layers: a multimodal wrapper builds its language model
+    under `language_model` (init_vllm_registered_model(prefix="language_model"))."""
+    return "model.layers" if text is top else "language_model.model.layers"
+
+
+def note_encoder_cache(top: Cfg) -> None:
+    """Add the multimodal encoder-cache note (as the generic path does) to a wrapper's plan."""
+    from kvplan.models.coverage import encoder_cache_note  # the registry data: only wrappers
+
+    note = encoder_cache_note(architectures(top))
+    if note is not None:
+        top.warn(note)
+
+
 # --- layer patterns -----------------------------------------------------------------------------
 
 def layer_types(cfg: Cfg, num_layers: int, key: str = "layer_types") -> list[str] | None:

@@ -199,14 +199,16 @@ def sparse_mla_kv_cache_dtype(kv_dtype: str, backend: Backend) -> str:
     return kv_dtype
 
 
-def resolve_mamba_ssm_cache_dtype(requested: str, model: ModelDescription) -> str:
+def resolve_mamba_ssm_cache_dtype(requested: str, model: ModelDescription,
+                                  profile: VllmProfile | None = None) -> str:
     """vLLM config hooks: Qwen3.5 copies mamba_ssm_dtype; NemotronH defaults to float32."""
     if requested and requested != "auto":
         return requested
     archs = model.architectures
     if any(a.startswith("Qwen3_5") for a in archs) and model.mamba_ssm_dtype:
         return model.mamba_ssm_dtype  # Qwen3_5ForConditionalGenerationConfig
-    if any(a.startswith("NemotronH") for a in archs):
+    hooked = (profile or get_profile(None)).nemotron_ssm_hook_archs
+    if any(a in hooked for a in archs):
         return model.mamba_ssm_dtype or "float32"  # NemotronHForCausalLMConfig
     return "auto"
 
@@ -516,7 +518,9 @@ def _supported_layouts(backends: set[str | None]) -> tuple[str, ...] | None:
 # vLLM: model_executor/models/registry.py — architectures a release does not register yet
 ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "MiniCPMV4_7ForConditionalGeneration": "0.32.0",
-                      "MiniCPMOcrForConditionalGeneration": "0.33.0"}
+                      "MiniCPMOcrForConditionalGeneration": "0.33.0",
+                      "Nemotron3_5TranscribeForConditionalGeneration": "0.34.0",
+                      "AliceAIForCausalLM": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -571,7 +575,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
     mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
     ctx = _Ctx(profile, dep, model_dtype, mamba_mode, k, max_model_len,
-               resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target), warnings)
+               resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target, profile), warnings)
 
     # draft layers: a separate head, or the target's own MTP modules
     draft_layers: tuple[LayerDescription, ...] = ()

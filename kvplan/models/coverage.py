@@ -80,6 +80,17 @@ def is_multimodal(arch: str) -> bool:
     return entry is not None and "SupportsMultiModal" in entry["interfaces"]
 
 
+ENCODER_CACHE_NOTE = (
+    "multimodal model: only the language model is planned; vLLM's encoder cache (vision/audio "
+    "embeddings kept between scheduling steps, sized by --max-num-batched-tokens and the largest "
+    "item's token count) is a separate buffer, not part of the KV cache, and is not modelled")
+
+
+def encoder_cache_note(archs: tuple[str, ...]) -> str | None:
+    """The note a multimodal architecture's plan carries (vLLM: SupportsMultiModal models)."""
+    return ENCODER_CACHE_NOTE if any(is_multimodal(a) for a in archs) else None
+
+
 def uses_per_layer_window(arch: str | None) -> bool:
     """Whether vLLM's model code gives "sliding_attention" layers their own window
     (Attention(per_layer_sliding_window=...)); else every layer gets CacheConfig.sliding_window.

@@ -1,11 +1,27 @@
-"""Moonshot Kimi-Linear / Kimi-K3: MLA layers between Kimi delta attention (KDA) layers."""
+"""Kimi delta attention (KDA) hybrids: Moonshot Kimi-Linear / Kimi-K3 (with MLA) and AliceAI (with
+gated full attention)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kvplan.errors import UnsupportedError
-from kvplan.models._common import SPECS_HINT, Cfg, finish, mla, num_layers_of, text_cfg
+from kvplan.models._common import (
+    SPECS_HINT,
+    Cfg,
+    attention,
+    attn_name,
+    finish,
+    head_dim_of,
+    kv_heads_of,
+    layer_types,
+    mla,
+    model_level_window,
+    num_layers_of,
+    positive_window,
+    text_cfg,
+    unsupported_layer_type,
+)
 from kvplan.models.description import GdnDims, LayerDescription, LayerKind, ModelDescription
 from kvplan.models.quant import quantization_info
 
@@ -67,3 +83,41 @@ def describe_kimi_linear(top: Cfg, hf_quant_config: dict[str, Any] | None) -> Mo
     return finish(top, text, family="kimi_linear", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config), use_mla=True,
                   length_defaults={"max_position_embeddings": KIMI_LINEAR_DEFAULT_MAX_POSITIONS})
+
+
+def describe_alice_ai(top: Cfg, hf_quant_config: dict[str, Any] | None) -> ModelDescription:
+    """AliceAIForCausalLM (vLLM 0.33+). vLLM: models/alice_ai.py AliceAIDecoderBlock —
+    layer_types[i] "linear_attention": KimiGatedDeltaNetAttention at model.layers.{i}.linear_attn
+    (kda_state_shape of linear_num_key_heads × linear_key_head_dim, conv linear_conv_kernel_dim;
+    kda_state_dtype without an SSM dtype → fp32 recurrent state); "full_attention":
+    Qwen3NextAttention (model.layers.{i}.self_attn.attn, num_key_value_heads × head_dim, no
+    per-layer window). The config class is the checkpoint's own: fields are read as written."""
+    text = text_cfg(top)
+    n = num_layers_of(text)
+    types = layer_types(text, n)
+    if types is None:
+        raise text.error(f"'{text.field('layer_types')}' is missing: AliceAI builds each layer "
+                         "from it", hint=SPECS_HINT)
+    why = "the KDA layers"
+    heads, head_dim = (text.req_int("linear_num_key_heads", why),
+                       text.req_int("linear_key_head_dim", why))
+    if (text.req_int("linear_num_value_heads", why), text.req_int("linear_value_head_dim", why)) \
+            != (heads, head_dim):
+        raise text.error("AliceAI KDA requires matching key/value head counts and dimensions "
+                         "(vLLM: alice_ai.py _make_kimi_kda_config)")
+    dims = GdnDims(num_k_heads=heads, num_v_heads=heads, head_k_dim=head_dim,
+                   head_v_dim=head_dim, conv_kernel=text.req_int("linear_conv_kernel_dim", why))
+    kv, hd = kv_heads_of(text), head_dim_of(text)
+    window = model_level_window(positive_window(text), types)
+    layers: list[LayerDescription] = []
+    for i, kind in enumerate(types):
+        if kind == "linear_attention":
+            layers.append(LayerDescription(index=i, name=f"model.layers.{i}.linear_attn",
+                                           kind=LayerKind.KDA, gdn=dims))
+        elif kind == "full_attention":
+            layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=window))
+        else:
+            raise unsupported_layer_type(text, "layer_types", kind, "alice_ai")
+    return finish(top, text, family="alice_ai", layers=layers,
+                  quantization=quantization_info(top, text, hf_quant_config),
+                  model_sliding_window=window)

@@ -8,8 +8,10 @@ from kvplan.models._common import (
     finish,
     head_dim_of,
     kv_heads_of,
+    layers_prefix,
     model_level_window,
     no_kv,
+    note_encoder_cache,
     num_layers_of,
     positive_window,
     text_cfg,
@@ -141,8 +143,17 @@ def describe_nemotron_h(top: Cfg, hf_quant_config: dict | None) -> ModelDescript
     `sliding_window`), "-" MLP and "E" MoE (no cache). Mamba intermediate = mamba_num_heads *
     mamba_head_dim. NemotronHConfig (transformers) also accepts `layers_block_type` and defaults
     head_dim 128, ssm_state_size 128, mamba_num_heads 128, mamba_head_dim 64, n_groups 8,
-    conv_kernel 4, mamba_ssm_cache_dtype float32."""
+    conv_kernel 4, mamba_ssm_cache_dtype float32.
+
+    The same decoder serves NemotronHPuzzleForCausalLM (nemotron_h.py; vLLM reads the pattern and
+    the model-wide heads, not block_configs) and, under `language_model.`, the multimodal wrappers
+    NemotronH_Nano_VL_V2 / *_Omni_Reasoning_V3 (nano_nemotron_vl.py) and
+    Nemotron3_5TranscribeForConditionalGeneration (llm_config), which build
+    NemotronHForCausalLM from their text config (init_vllm_registered_model)."""
     text = text_cfg(top)
+    prefix = layers_prefix(top, text)
+    if text is not top:
+        note_encoder_cache(top)
     pattern = _nemotron_pattern(text, "hybrid_override_pattern", "layers_block_type")
     if pattern is None:
         raise text.error("neither 'hybrid_override_pattern' nor 'layers_block_type' is present "
@@ -172,12 +183,12 @@ def describe_nemotron_h(top: Cfg, hf_quant_config: dict | None) -> ModelDescript
     layers: list[LayerDescription] = []
     for i, ch in enumerate(pattern):
         if ch == "M":
-            layers.append(_mamba2(i, f"model.layers.{i}.mixer", dims))
+            layers.append(_mamba2(i, f"{prefix}.{i}.mixer", dims))
         elif ch == "*":
-            layers.append(attention(i, f"model.layers.{i}.mixer.attn", kv_heads=kv,
+            layers.append(attention(i, f"{prefix}.{i}.mixer.attn", kv_heads=kv,
                                     head_size=hd, window=window))
         elif ch in "-E":
-            layers.append(no_kv(i, f"model.layers.{i}.mixer"))
+            layers.append(no_kv(i, f"{prefix}.{i}.mixer"))
         else:
             raise unsupported_layer_type(text, "hybrid_override_pattern", ch, "nemotron_h")
 

@@ -25,16 +25,13 @@ from kvplan.models._common import (
     attn_name,
     text_cfg,
 )
+from kvplan.models.coverage import ENCODER_CACHE_NOTE as ENCODER_CACHE_NOTE  # re-exported
+from kvplan.models.coverage import encoder_cache_note
 from kvplan.models.description import LayerDescription, ModelDescription
 from kvplan.models.quant import quantization_info
 from kvplan.models.resolve import Resolved, resolve
 
 FAMILY = "transformers"
-
-ENCODER_CACHE_NOTE = (
-    "multimodal model: only the language model is planned; vLLM's encoder cache (vision/audio "
-    "embeddings kept between scheduling steps, sized by --max-num-batched-tokens and the largest "
-    "item's token count) is a separate buffer, not part of the KV cache, and is not modelled")
 
 
 # text-config fields that mean the KV layout is not plain per-layer attention
@@ -46,11 +43,6 @@ _NOT_PLAIN = (
     ("attn_type_list", "a hybrid of softmax and linear attention"),
     ("block_configs", "per-block attention settings (some blocks without attention)"),
 )
-
-
-def encoder_cache_note(archs: tuple[str, ...]) -> str | None:
-    """The note a multimodal architecture's plan carries (vLLM: SupportsMultiModal models)."""
-    return ENCODER_CACHE_NOTE if any(coverage.is_multimodal(a) for a in archs) else None
 
 
 def resolved_text_dict(r: Resolved) -> dict[str, Any]:
