@@ -163,7 +163,9 @@ def _render_main(plan: Plan, console: Console) -> None:
         short = (f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)"
                  if short_by is not None and short_by < 0 else "")
         console.print(Text("DOES NOT FIT", style="bold red"), short)
-        if plan.estimated_max_model_len:
+        if plan.weights_limit is not None:
+            _render_weights_limit(plan, console)
+        elif plan.estimated_max_model_len:
             console.print(f"largest max_model_len that fits: "
                           f"{_workers(plan.estimated_max_model_len, lambda v: f'{v:,}')}")
         if plan.error_message or plan.error_type:  # some vLLM errors carry no message
@@ -172,13 +174,34 @@ def _render_main(plan: Plan, console: Console) -> None:
                           soft_wrap=True)
 
 
+def _render_weights_limit(plan: Plan, console: Console) -> None:
+    """The weights, not the KV cache, are why nothing fits: say so and what helps."""
+    w = plan.weights_limit
+    assert w is not None
+    console.print(Text("cause: the weights", style="bold red"),
+                  f"{w.weight_bytes_per_gpu / 2**30:.2f} GiB per GPU at TP "
+                  f"{w.tensor_parallel_size} × PP {w.pipeline_parallel_size} > "
+                  f"{w.usable_bytes_per_gpu / 2**30:.2f} GiB usable (requested memory less vLLM's "
+                  "other start-up memory): no max_model_len fits")
+    if w.exceeds_gpu_memory and w.gpu_total_memory_bytes:
+        console.print(f"  they exceed the whole GPU ({w.gpu_total_memory_bytes / 2**30:.2f} GiB): "
+                      "vLLM runs out of memory while loading them")
+    console.print("what helps:")
+    for tip in w.suggestions:
+        console.print(f"  - {escape(tip)}", soft_wrap=True)
+
+
 def render_explanation(plan: Plan, console: Console) -> None:
     ex = plan.explanation
     if ex is None:
         return
-    console.print("[bold]Why: what takes the blocks of one request[/]")
+    if plan.weights_limit is not None:
+        console.print("[bold]Why: the weights leave no memory for the KV cache[/]")
+    else:
+        console.print("[bold]Why: what takes the blocks of one request[/]")
     for c in ex.causes:
-        console.print(f"  {c.share_of_blocks_pct:5.1f}%  {escape(c.text)}")
+        share = "weights" if c.share_of_blocks_pct is None else f"{c.share_of_blocks_pct:5.1f}%"
+        console.print(f"  {share:>6}  {escape(c.text)}")
     if not ex.what_ifs:
         return
     table = Table(title="What if (each recomputed by the engine)", title_justify="left",
@@ -245,8 +268,9 @@ def render_markdown(plan: Plan) -> str:
               f" {plan.total_blocks_per_request:,} blocks per request; needed "
               f"{' / '.join(plan.total_gib_needed)} GiB vs {' / '.join(plan.check_gib)} GiB.", ""]
     if plan.explanation is not None:
-        lines += ["", "**Why**", ""] + [f"- {c.share_of_blocks_pct:.1f}% — {c.text}"
-                                         for c in plan.explanation.causes]
+        lines += ["", "**Why**", ""] + [
+            f"- {'weights' if c.share_of_blocks_pct is None else f'{c.share_of_blocks_pct:.1f}%'}"
+            f" — {c.text}" for c in plan.explanation.causes]
         if plan.explanation.what_ifs:
             lines += ["", "| what if | needed GiB | verdict |", "|---|---:|---|"]
             for w in plan.explanation.what_ifs:
@@ -256,6 +280,11 @@ def render_markdown(plan: Plan) -> str:
     if plan.fits:
         lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")
+    elif plan.weights_limit is not None:
+        lines.append(f"**DOES NOT FIT** — cause: the weights; {plan.weights_limit.summary}.")
+        lines += [""] + [f"- {tip}" for tip in plan.weights_limit.suggestions]
+        if plan.error_message:
+            lines += ["", f"> {plan.error_message}"]
     else:
         lines.append(f"**DOES NOT FIT** — largest max_model_len that fits: "
                      f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")

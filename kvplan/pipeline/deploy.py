@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvplan.analysis.plan import Plan, build_plan
+from kvplan.analysis.plan import Plan, WeightsLimit, build_plan
 from kvplan.budget.kv_memory import (
+    NO_KV_MEMORY_WARNING,
     BudgetMode,
     KvBudget,
     TermComparison,
@@ -316,11 +317,9 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
             if reason:
                 gates.append(reason)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
-    if budget.available_kv_bytes_per_gpu <= 0 and budget.mode is BudgetMode.ESTIMATED:
-        budget_warning = ("the estimated budget leaves no memory for the KV cache "
-                          f"({budget.available_kv_bytes_per_gpu:,} B)")
-    else:
-        budget_warning = None
+    # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
+    limit = weights_limit(req, res, gpu, budget, built.planner_input.max_model_len)
+    budget_warning = limit.summary if limit is not None else None
     extensible = bool(budget.extensible_kv_cache) and budget.mode is BudgetMode.ESTIMATED
     inp = replace(built.planner_input,
                   available_kv_bytes=(budget.available_kv_bytes_per_gpu,)
@@ -330,7 +329,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     result = plan(inp)
     draft_layers = frozenset(p.name for p in built.layers if p.is_draft)
     explanation = None
-    if req.explain:
+    if req.explain and limit is not None:
+        from kvplan.analysis.explain import Cause, Explanation
+
+        explanation = Explanation(causes=[Cause(share_of_blocks_pct=None, text=limit.summary)],
+                                  what_ifs=_weights_what_ifs(req, res, limit))
+    elif req.explain:
         from kvplan.analysis.explain import explain_model
 
         explanation = explain_model(res.target, replace(dep, available_kv_bytes=budget
@@ -344,7 +348,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
             "other kernel blocks)")
-    notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
+    budget_notes = [w for w in budget.warnings if limit is None or w != NO_KV_MEMORY_WARNING]
+    notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget_notes,
              *([budget_warning] if budget_warning else [])]
     notes += gates
     the_plan = build_plan(
@@ -353,9 +358,112 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         gpu=gpu.name if gpu is not None else None, budget_mode=_budget_label(budget),
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
-        data_parallel_size=req.data_parallel_size)
+        data_parallel_size=req.data_parallel_size, weights_limit=limit)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
                       dtype_warnings=tuple(gates))
+
+
+MAX_GPUS_SEARCHED = 1024  # weights_limit: the largest TP×PP tried
+
+
+def _budget_at(req: Request, res: Resolved, tp: int, pp: int, gpu_name: str | None = None
+               ) -> int | None:
+    """The estimated KV memory per GPU at TP×PP (on another GPU); None: the shape is invalid."""
+    r = replace(req, gpu=gpu_name or req.gpu,
+                deployment=replace(req.deployment, tensor_parallel_size=tp,
+                                   pipeline_parallel_size=pp))
+    g, sm, _ = _gpu(r)
+    try:
+        built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
+                      res.draft)
+        return budget_for(r, res, built, g).available_kv_bytes_per_gpu
+    except KvplanError:
+        return None
+
+
+def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
+                  ) -> WeightsLimit | None:
+    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
+    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
+    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
+        return None
+    terms = {t.name: t.num_bytes for t in budget.breakdown}
+    weights = -terms.get("model weights", 0)
+    if weights <= 0:
+        return None
+    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    best: tuple[int, int, int] | None = None  # (GPUs, TP, PP) of the smallest shape that fits
+    n = tp * pp * 2
+    while best is None and n <= MAX_GPUS_SEARCHED:
+        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
+        # the given TP with more stages first, then the shape that leaves the most KV memory
+        fits = [(t, p, a) for t, p in shapes
+                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
+        if fits:
+            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
+            best = (n, t, p)
+        n *= 2
+    total = budget.total_memory_bytes
+    tips = []
+    model = req.model if " " not in req.model else repr(req.model)
+    if best is not None:
+        tips.append(f"more GPUs: at least {best[0]} of this type (e.g. -tp {best[1]} -pp "
+                    f"{best[2]}); `kvplan fit {model} --max-model-len {max_model_len} "
+                    f"--concurrency 1{f' --gpu {gpu.name!r}' if gpu is not None else ''} "
+                    f"--max-gpus {best[0]}` searches TP/PP/DP and GPU types")
+    else:
+        tips.append(f"more GPUs: none of up to {MAX_GPUS_SEARCHED} of this type leave KV memory")
+    if res.target_quant is None:
+        tips.append(f"fp8 or another quantized checkpoint: about half the bytes "
+                    f"(~{weights / 2 / GiB:.1f} GiB per GPU here, "
+                    + ("within" if weights / 2 < usable else "still over")
+                    + f" {usable / GiB:.1f} GiB usable)")
+    else:
+        tips.append("a more strongly quantized checkpoint (fewer bytes per weight)")
+    if gpu is not None:
+        from kvplan.budget import hardware
+
+        bigger = [g for g in sorted(hardware.list_gpus(), key=lambda g: g.total_memory_bytes or 0)
+                  if (g.total_memory_bytes or 0) > (total or 0) and g.name != gpu.name]
+        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0]
+        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy[:3]) if roomy
+                                                               else "none in the catalogue"))
+    return WeightsLimit(
+        weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
+        gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
+        tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        min_num_gpus=best[0] if best else None, min_tensor_parallel_size=best[1] if best else None,
+        min_pipeline_parallel_size=best[2] if best else None, suggestions=tips)
+
+
+def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[Any]:
+    """What-ifs that act on the weights: the fewest GPUs that hold them, a bigger GPU."""
+    from kvplan.analysis.explain import WhatIf
+
+    def one(change: str, r: Request) -> WhatIf:
+        try:
+            p = evaluate(r, res).plan
+        except KvplanError as exc:
+            return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
+                          note=exc.message)
+        return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
+                      available_gib=min(p.check_gib, default=None),
+                      estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+
+    out = []
+    base = replace(req, explain=False)
+    if limit.min_num_gpus is not None:
+        t, p = limit.min_tensor_parallel_size or 1, limit.min_pipeline_parallel_size or 1
+        out.append(one(f"-tp {t} -pp {p} ({limit.min_num_gpus} GPUs: the fewest whose share of "
+                       "the weights leaves KV memory)",
+                       replace(base, deployment=replace(req.deployment, tensor_parallel_size=t,
+                                                        pipeline_parallel_size=p))))
+    bigger = next((s for s in limit.suggestions if s.startswith("a bigger GPU")), "")
+    for name in bigger.partition(": ")[2].split(", ")[:2]:
+        if name and name != "none in the catalogue":
+            out.append(one(f"--gpu {name!r}", replace(base, gpu=name)))
+    return out
 
 
 def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) -> list[Any]:
