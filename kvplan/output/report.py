@@ -337,7 +337,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
                           str(c.num_gpus),
                           f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
-                          f"{c.data_parallel_size}", c.kv_cache_dtype,
+                          f"{c.data_parallel_size}",
+                          "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]),
                           "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
                           f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
         console.print(table)
@@ -346,6 +347,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
         console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
                       "per replica; headroom = conc. over the target"
+                      + ("; KV a=b: both planned identically (one row)" if any(
+                          c.merged_kv_cache_dtypes for c in fit.candidates) else "")
                       + ("; * nominal GPU memory (not measured)" if any(
                           c.total_memory_nominal for c in fit.candidates) else "")
                       + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
@@ -358,9 +361,17 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
         for m in fit.misses:
             usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
             console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "
-                          f"{m.pipeline_parallel_size}, KV {m.kv_cache_dtype}, draft "
+                          f"{m.pipeline_parallel_size}, KV "
+                          f"{'/'.join([m.kv_cache_dtype, *m.merged_kv_cache_dtypes])}, draft "
                           f"{'on' if m.speculative else 'off'} — reaches {m.closeness:.0%} of the target: "
                           f"{escape(m.lacks)}")
+        if fit.weights_need_more_gpus:
+            need = fit.weights_need_more_gpus
+            console.print(Text("the weights need more GPUs than --max-gpus "
+                               f"{t.max_gpus}:", style="bold"),
+                          ", ".join(f"{n} × {escape(g.removeprefix('NVIDIA '))}"
+                                    for g, n in need.items())
+                          + f" at least; rerun with --max-gpus {min(need.values())}")
     by_dtype: dict[str, list[str]] = {}
     by_reason: dict[str, list[str]] = {}
     for s in fit.skipped:

@@ -48,6 +48,8 @@ class Request:
     enforce_eager: bool = False
     explain: bool = False
     label: str | None = None
+    # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
+    diagnose_weights: bool = True
 
 
 @dataclass(frozen=True)
@@ -381,6 +383,24 @@ def _budget_at(req: Request, res: Resolved, tp: int, pp: int, gpu_name: str | No
         return None
 
 
+def fewest_gpus_for_weights(req: Request, res: Resolved, start: int
+                            ) -> tuple[int, int, int] | None:
+    """(GPUs, TP, PP): the smallest TP×PP (powers of two from `start`) of `req`'s GPU whose share
+    of the weights leaves KV memory by the estimate; None up to MAX_GPUS_SEARCHED."""
+    tp = req.deployment.tensor_parallel_size
+    n = 1 << max(0, start - 1).bit_length()  # the power of two ≥ start
+    while n <= MAX_GPUS_SEARCHED:
+        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
+        fits = [(t, p, a) for t, p in shapes
+                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
+        if fits:
+            # the given TP with more stages first, then the shape that leaves the most KV memory
+            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
+            return n, t, p
+        n *= 2
+    return None
+
+
 def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
                   ) -> WeightsLimit | None:
     """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
@@ -393,18 +413,14 @@ def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_m
         return None
     usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    best: tuple[int, int, int] | None = None  # (GPUs, TP, PP) of the smallest shape that fits
-    n = tp * pp * 2
-    while best is None and n <= MAX_GPUS_SEARCHED:
-        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
-        # the given TP with more stages first, then the shape that leaves the most KV memory
-        fits = [(t, p, a) for t, p in shapes
-                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
-        if fits:
-            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
-            best = (n, t, p)
-        n *= 2
     total = budget.total_memory_bytes
+    if not req.diagnose_weights:
+        return WeightsLimit(weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
+                            gpu_total_memory_bytes=total,
+                            exceeds_gpu_memory=bool(total and weights > total),
+                            tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    req = replace(req, diagnose_weights=False, explain=False)
+    best = fewest_gpus_for_weights(req, res, tp * pp * 2)
     tips = []
     model = req.model if " " not in req.model else repr(req.model)
     if best is not None:
@@ -452,7 +468,7 @@ def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[
                       estimated_max_model_len=min(p.estimated_max_model_len, default=None))
 
     out = []
-    base = replace(req, explain=False)
+    base = replace(req, explain=False, diagnose_weights=False)
     if limit.min_num_gpus is not None:
         t, p = limit.min_tensor_parallel_size or 1, limit.min_pipeline_parallel_size or 1
         out.append(one(f"-tp {t} -pp {p} ({limit.min_num_gpus} GPUs: the fewest whose share of "
@@ -484,14 +500,14 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) ->
     out = []
     tp2 = req.deployment.tensor_parallel_size * 2
     out.append(one(f"--tensor-parallel-size {tp2} (weights split, budget re-estimated)",
-                   replace(req, explain=False,
+                   replace(req, explain=False, diagnose_weights=False,
                            deployment=replace(req.deployment, tensor_parallel_size=tp2))))
     # the given utilization, else the release default the estimate used
     util = req.gpu_memory_utilization or budget.gpu_memory_utilization
     if util is not None and util < 0.98:
         new = round(min(0.98, util + 0.05), 2)
         out.append(one(f"--gpu-memory-utilization {new}",
-                       replace(req, gpu_memory_utilization=new, explain=False)))
+                       replace(req, gpu_memory_utilization=new, explain=False, diagnose_weights=False)))
     if gpu is not None and gpu.total_memory_bytes:
         bigger = sorted((g for g in hardware.list_gpus()
                          if g.vendor == gpu.vendor and g.total_memory_bytes
@@ -499,7 +515,7 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) ->
                         key=lambda g: g.total_memory_bytes or 0)[:2]
         for g in bigger:
             out.append(one(f"--gpu {g.name!r} ({(g.total_memory_bytes or 0) / 2**30:.0f} GiB)",
-                           replace(req, gpu=g.name, explain=False)))
+                           replace(req, gpu=g.name, explain=False, diagnose_weights=False)))
     return out
 
 
