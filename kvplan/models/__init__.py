@@ -34,7 +34,7 @@ from kvplan.models.exaone import describe_exaone
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
-from kvplan.models.retired import refuse_retired
+from kvplan.models.retired import refuse_retired, retired_by_model_type
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
 
@@ -86,9 +86,6 @@ _BY_ARCH: dict[str, _Adapter] = {
     "GraniteMoeHybridForCausalLM": mamba.describe_granite_hybrid,
     "Lfm2ForCausalLM": lfm2.describe_lfm2,
     "MiniMaxM2ForCausalLM": minimax.describe_minimax_m2,
-    "MiniMaxText01ForCausalLM": minimax.describe_minimax_linear,
-    "MiniMaxM1ForCausalLM": minimax.describe_minimax_linear,
-    "MiniMaxForCausalLM": minimax.describe_minimax_linear,
     "MiMoV2FlashForCausalLM": mimo.describe_mimo_v2,
     "MiMoV2ForCausalLM": mimo.describe_mimo_v2,
     # config classes transformers lacks (vLLM's own or the checkpoint's remote code)
@@ -131,8 +128,6 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "granitemoehybrid": mamba.describe_granite_hybrid,
     "lfm2": lfm2.describe_lfm2,
     "minimax_m2": minimax.describe_minimax_m2,
-    "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
-    "minimax_m1": minimax.describe_minimax_linear,
     "mimo_v2_flash": mimo.describe_mimo_v2, "mimo_v2": mimo.describe_mimo_v2,
     "chatglm": describe_chatglm, "exaone": describe_exaone,
     "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
@@ -221,7 +216,7 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         raise ConfigError(f"{source}: config.json has neither 'model_type' nor 'architectures'",
                           hint=SPECS_HINT)
     if not any(arch in _BY_ARCH for arch in archs):
-        refuse_retired(source, archs)
+        refuse_retired(source, archs or retired_by_model_type(top.get("model_type")))
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
     with malformed_config_guard(source):
