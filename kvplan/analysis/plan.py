@@ -58,6 +58,9 @@ class WeightsLimit(FrozenModel):
                                   "none up to the search limit")
     min_tensor_parallel_size: int | None = None
     min_pipeline_parallel_size: int | None = None
+    bigger_gpus: list[str] = Field(default_factory=list,
+                                   description="catalogue GPUs on which this TP×PP leaves KV "
+                                               "memory (estimate), smallest first, at most 3")
     suggestions: list[str] = Field(default_factory=list,
                                    description="what helps, most direct first")
 

@@ -391,20 +391,55 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                   f"they cannot be cheaper; {fit.num_fitting:,} meet the target.[/]")
 
 
+# `kvplan layers`: kinds the group table's SHORT_KIND does not name
+_LAYER_KIND = {**SHORT_KIND, "mla_indexer": "indexer", "compressor_state": "compressor"}
+
+
 def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:  # type: ignore[type-arg]
+    """Layers with the same numbers share one row (their names as a range below the table), so
+    a 160-layer model stays readable at 80 columns; --json keeps one row per layer."""
+    from kvplan.analysis.plan import compact_layer_range
+
     for n in notes:
         console.print(f"[yellow]note:[/] {escape(n)}")
+    same: dict[tuple, list] = {}  # type: ignore[type-arg]
+    for r in rows:
+        key = (r.kind, r.draft, r.heads_x_dim, r.window, r.dtype, r.backend, r.block_size_tokens,
+               r.page_bytes_per_token)
+        same.setdefault(key, []).append(r)
     table = Table(title="Layers as vLLM's workers would report them (per TP rank)",
                   title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col, just in (("#", "right"), ("name", "left"), ("kind", "left"), ("heads × dim", "left"),
-                      ("window", "right"), ("dtype", "left"), ("backend", "left"),
-                      ("block", "right"), ("B/token", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
-        table.add_row(str(r.index), escape(r.name), r.kind + (" (draft)" if r.draft else ""),
-                      r.heads_x_dim, f"{r.window:,}" if r.window else "-", escape(r.dtype),
-                      r.backend or "-", f"{r.block_size_tokens:,}", r.page_bytes_per_token)
+    for col, just in (("#", "right"), ("n", "right"), ("kind", "left"), ("heads×dim", "right"),
+                      ("window", "right"), ("dtype", "left"), ("block", "right"),
+                      ("B/token", "right")):
+        short = col in ("#", "n", "kind", "window", "block")  # the rest may wrap, never cut
+        table.add_column(col, justify=just, no_wrap=short,  # type: ignore[arg-type]
+                         overflow="ellipsis" if short else "fold")
+    legend = []
+    for i, group in enumerate(same.values(), 1):
+        r = group[0]
+        dtype, _, quant = r.dtype.partition(" (")
+        per_tok = r.page_bytes_per_token
+        if "/" in per_tok and " " not in per_tok:  # an exact fraction: shown rounded
+            num, den = per_tok.split("/")
+            per_tok = f"≈{int(num) / int(den):.2f}"
+        per_tok = per_tok.replace(" state", "/req")
+        table.add_row(str(i), str(len(group)),
+                      _LAYER_KIND.get(r.kind, r.kind) + (" (draft)" if r.draft else ""),
+                      r.heads_x_dim.replace(" × ", "×"), f"{r.window:,}" if r.window else "-",
+                      escape(dtype.replace("/", "/ ")) + ("*" if quant else ""), f"{r.block_size_tokens:,}", per_tok)
+        extra = [x for x in (r.backend, quant.rstrip(")") and f"KV quant {quant.rstrip(')')}")
+                 if x]
+        legend.append(f"{i}: {escape(compact_layer_range([x.name for x in group]))}"
+                      + (f" [dim]({escape(', '.join(extra))})[/]" if extra else ""))
     console.print(table)
+    for line in legend:
+        console.print(line)
+    console.print("[dim]n: layers with these numbers (their names above, by row) · heads×dim: KV "
+                  "heads × head size per rank, K/V when they differ; state layers: the state "
+                  "shapes · window: sliding window or chunk (tokens) · dtype*: quantized KV (mode "
+                  "above) · block: tokens per block · B/token: page bytes ÷ block tokens (≈: not "
+                  "a whole number; exact in --json) · /req: a state layer's bytes per request[/]")
 
 
 def _short_len(n: int) -> str:

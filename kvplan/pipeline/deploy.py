@@ -422,6 +422,7 @@ def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_m
     req = replace(req, diagnose_weights=False, explain=False)
     best = fewest_gpus_for_weights(req, res, tp * pp * 2)
     tips = []
+    roomy: list[str] = []
     model = req.model if " " not in req.model else repr(req.model)
     if best is not None:
         tips.append(f"more GPUs: at least {best[0]} of this type (e.g. -tp {best[1]} -pp "
@@ -442,15 +443,29 @@ def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_m
 
         bigger = [g for g in sorted(hardware.list_gpus(), key=lambda g: g.total_memory_bytes or 0)
                   if (g.total_memory_bytes or 0) > (total or 0) and g.name != gpu.name]
-        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0]
-        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy[:3]) if roomy
+        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0][:3]
+        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy) if roomy
                                                                else "none in the catalogue"))
     return WeightsLimit(
         weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
         gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
         tensor_parallel_size=tp, pipeline_parallel_size=pp,
         min_num_gpus=best[0] if best else None, min_tensor_parallel_size=best[1] if best else None,
-        min_pipeline_parallel_size=best[2] if best else None, suggestions=tips)
+        min_pipeline_parallel_size=best[2] if best else None, bigger_gpus=roomy, suggestions=tips)
+
+
+def _what_if(change: str, r: Request, res: Resolved) -> Any:
+    """One what-if row: `r` planned again (budget re-estimated), or why it is invalid."""
+    from kvplan.analysis.explain import WhatIf
+
+    try:
+        p = evaluate(r, res).plan
+    except KvplanError as exc:
+        return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
+                      note=exc.message)
+    return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
+                  available_gib=min(p.check_gib, default=None),
+                  estimated_max_model_len=min(p.estimated_max_model_len, default=None))
 
 
 def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[Any]:
@@ -458,14 +473,7 @@ def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[
     from kvplan.analysis.explain import WhatIf
 
     def one(change: str, r: Request) -> WhatIf:
-        try:
-            p = evaluate(r, res).plan
-        except KvplanError as exc:
-            return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
-                          note=exc.message)
-        return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
-                      available_gib=min(p.check_gib, default=None),
-                      estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+        return _what_if(change, r, res)
 
     out = []
     base = replace(req, explain=False, diagnose_weights=False)
@@ -475,10 +483,8 @@ def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[
                        "the weights leaves KV memory)",
                        replace(base, deployment=replace(req.deployment, tensor_parallel_size=t,
                                                         pipeline_parallel_size=p))))
-    bigger = next((s for s in limit.suggestions if s.startswith("a bigger GPU")), "")
-    for name in bigger.partition(": ")[2].split(", ")[:2]:
-        if name and name != "none in the catalogue":
-            out.append(one(f"--gpu {name!r}", replace(base, gpu=name)))
+    for name in limit.bigger_gpus[:2]:
+        out.append(one(f"--gpu {name!r}", replace(base, gpu=name)))
     return out
 
 
@@ -488,14 +494,7 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) ->
     from kvplan.budget import hardware
 
     def one(change: str, r: Request) -> WhatIf:
-        try:
-            p = evaluate(r, res).plan
-        except KvplanError as exc:
-            return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
-                          note=exc.message)
-        return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
-                      available_gib=min(p.check_gib, default=None),
-                      estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+        return _what_if(change, r, res)
 
     out = []
     tp2 = req.deployment.tensor_parallel_size * 2
@@ -555,7 +554,7 @@ def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
         spec = lp.spec
         if isinstance(spec, AttentionSpec):
             heads = f"{spec.num_kv_heads} × {spec.head_size}"
-            if spec.head_size_v not in (spec.head_size, None):
+            if spec.head_size_v not in (spec.head_size, None, 0):  # 0: MLA, no separate V
                 heads += f"/{spec.head_size_v}"
             per_tok = str(bytes_per_token(spec))
             dtype = spec.dtype if spec.kv_quant_mode.value == "NONE" else \

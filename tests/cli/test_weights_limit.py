@@ -38,6 +38,8 @@ def test_json_names_the_weights_as_the_cause_and_the_fewest_gpus() -> None:
     # 16 GPUs: 1,413 / 16 ≈ 88 GiB > 68; 32 GPUs: ≈ 44 GiB < 68 → 32 at least (TP 8 kept, PP 4)
     assert (w["min_num_gpus"], w["min_tensor_parallel_size"], w["min_pipeline_parallel_size"]) \
         == (32, 8, 4)
+    # bigger GPUs: only ones whose share at TP 8 leaves KV memory (more than ~177 GiB + ~11 GiB)
+    assert w["bigger_gpus"] and "NVIDIA H100 NVL 94GB" not in w["bigger_gpus"]
     tips = " ".join(w["suggestions"])
     assert "--max-gpus 32" in tips and "kvplan fit" in tips and "fp8" in tips
     # vLLM's own error text stays as vLLM prints it
