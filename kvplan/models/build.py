@@ -40,7 +40,6 @@ from kvplan.engine.specs import (
 )
 from kvplan.engine.state_shapes import (
     gdn_state_shapes,
-    linear_attention_state_shapes,
     mamba1_state_shapes,
     mamba2_state_shapes,
     mamba_state_dtypes,
@@ -428,10 +427,6 @@ def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int
         return (short_conv_state_shapes(tp=tp, intermediate_size=sc.conv_dim,
                                         conv_kernel=sc.l_cache, num_spec=k),
                 single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype), MambaType.SHORT_CONV)
-    if layer.kind is LayerKind.LINEAR_ATTENTION and layer.linear_attention:
-        la = layer.linear_attention
-        return (linear_attention_state_shapes(tp=tp, num_heads=la.num_heads, head_dim=la.head_dim),
-                single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype), MambaType.LINEAR)
     raise InputError(f"{layer.name}: a {layer.kind.value} layer without its state dimensions")
 
 

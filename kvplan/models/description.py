@@ -29,7 +29,6 @@ class LayerKind(StrEnum):
     MAMBA2 = "mamba2"
     GDN = "gdn"
     SHORT_CONV = "short_conv"
-    LINEAR_ATTENTION = "linear_attention"
     NO_KV = "no_kv"  # e.g. a KV-sharing layer or an MLP-only block: no cache of its own
     # a sparse-attention indexer's own K cache (DeepSeek-V3.2 / GLM-5 lightning indexer): one
     # uint8 row of head_size bytes per token, whatever --kv-cache-dtype says
@@ -44,7 +43,7 @@ class LayerKind(StrEnum):
     @property
     def is_state(self) -> bool:
         return self in (LayerKind.MAMBA1, LayerKind.MAMBA2, LayerKind.GDN,
-                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION, LayerKind.KDA)
+                        LayerKind.SHORT_CONV, LayerKind.KDA)
 
     @property
     def is_attention(self) -> bool:
@@ -83,12 +82,6 @@ class ShortConvDims(Frozen):
     l_cache: PositiveInt
 
 
-class LinearAttentionDims(Frozen):
-    """MiniMax lightning / linear attention: state (heads, head_dim, head_dim)."""
-    num_heads: PositiveInt
-    head_dim: PositiveInt
-
-
 class LayerDescription(Frozen):
     """One layer that may own KV cache (or state), with totals before any parallelism."""
     index: int
@@ -114,7 +107,6 @@ class LayerDescription(Frozen):
     mamba2: Mamba2Dims | None = None
     gdn: GdnDims | None = None
     short_conv: ShortConvDims | None = None
-    linear_attention: LinearAttentionDims | None = None
 
 
 class QuantizationInfo(Frozen):

@@ -546,6 +546,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""))
+        elif e.plan is not None and e.plan.weights_limit is not None:
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}")
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}")
 

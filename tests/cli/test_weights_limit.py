@@ -82,3 +82,12 @@ def test_a_kv_shortfall_is_not_blamed_on_the_weights() -> None:
     assert plan["failure_cause"] == "kv_cache" and plan["weights_limit"] is None
     code, out = _check(LLAMA, "--gpu", "H100", "--json")
     assert code == 0 and json.loads(out)["failure_cause"] is None
+
+
+def test_ci_names_the_weights_for_an_entry_they_do_not_fit(tmp_path: Path) -> None:
+    deployments = tmp_path / "d.toml"
+    deployments.write_text(f'[[deployment]]\nname = "glm"\nmodel = "{GLM}"\ngpu = "H100"\n'
+                           "tensor-parallel-size = 8\n")
+    res = runner.invoke(app, ["ci", str(deployments)], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert res.exit_code == 1, res.output
+    assert "glm: the weights alone need 176.64 GiB per GPU" in res.stdout
