@@ -29,7 +29,7 @@ class Frozen(BaseModel):
 class Cause(Frozen):
     """One reason the KV cache is as large as it is, with its number."""
 
-    share_of_blocks_pct: float
+    share_of_blocks_pct: float | None  # None: not the KV blocks (the weights leave no memory)
     text: str
 
 
@@ -94,7 +94,7 @@ def causes(result: EngineResult, draft_layers: frozenset[str] = frozenset()) -> 
         out.append(Cause(share_of_blocks_pct=0.0,
                          text=f"group padding: every block costs the widest group's bytes; "
                               f"padding layers {pads}"))
-    return sorted(out, key=lambda c: -c.share_of_blocks_pct)
+    return sorted(out, key=lambda c: -(c.share_of_blocks_pct or 0.0))
 
 
 def _summary(change: str, fn: Callable[[], EngineResult]) -> WhatIf:

@@ -24,8 +24,51 @@ class Verdict(StrEnum):
     CANNOT_GROUP = "CANNOT GROUP"  # vLLM fails while grouping the layers
 
 
+class FailureCause(StrEnum):
+    """Why a plan does not fit, for CI to gate on (None in a plan that fits)."""
+
+    WEIGHTS = "weights"  # estimated budget: the weights leave no memory for the KV cache
+    NO_KV_MEMORY = "no_kv_memory"  # the given or logged KV memory is zero or less
+    KV_CACHE = "kv_cache"  # memory is left for the KV cache, but less than the request needs
+    GROUPING = "grouping"  # vLLM fails while grouping the layers
+    OTHER = "other"  # another vLLM error (the error_type / error_message say which)
+
+
 class FrozenModel(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class WeightsLimit(FrozenModel):
+    """The weights alone exceed what a GPU can give them: no context length fits (estimate)."""
+
+    weight_bytes_per_gpu: int = Field(description="weights on the fullest rank at this TP/PP")
+    usable_bytes_per_gpu: int = Field(
+        description="what the weights may take: requested memory (total × gpu_memory_utilization)"
+                    " less vLLM's other start-up memory (non-torch, activation peak, CUDA "
+                    "graphs, extensible-cache headroom)")
+    gpu_total_memory_bytes: int | None = None
+    exceeds_gpu_memory: bool = Field(
+        default=False, description="the weights are larger than the whole GPU: vLLM runs out "
+                                   "of memory while loading them, before it sizes the KV cache")
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    min_num_gpus: int | None = Field(
+        default=None, description="fewest GPUs of this type (TP×PP, powers of two) whose share "
+                                  "of the weights leaves KV memory, by the same estimate; None: "
+                                  "none up to the search limit")
+    min_tensor_parallel_size: int | None = None
+    min_pipeline_parallel_size: int | None = None
+    bigger_gpus: list[str] = Field(default_factory=list,
+                                   description="catalogue GPUs on which this TP×PP leaves KV "
+                                               "memory (estimate), smallest first, at most 3")
+    suggestions: list[str] = Field(default_factory=list,
+                                   description="what helps, most direct first")
+
+    @property
+    def summary(self) -> str:
+        return (f"the weights alone need {self.weight_bytes_per_gpu / GiB:.2f} GiB per GPU at TP "
+                f"{self.tensor_parallel_size} × PP {self.pipeline_parallel_size} > "
+                f"{self.usable_bytes_per_gpu / GiB:.2f} GiB usable: no max_model_len fits")
 
 
 class GroupRow(FrozenModel):
@@ -80,6 +123,11 @@ class Plan(FrozenModel):
     capacity_is_hypothetical: bool
     error_type: str | None
     error_message: str | None
+    failure_cause: FailureCause | None = Field(
+        default=None, description="why it does not fit (None when it fits): 'weights' = the "
+                                  "weights leave no KV memory per GPU (see weights_limit)")
+    weights_limit: WeightsLimit | None = Field(
+        default=None, description="set when failure_cause is 'weights'")
     grouping_path: str | None
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
@@ -139,7 +187,7 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
                max_num_batched_tokens: int = 0, available_kv_bytes: tuple[int, ...] = (),
                warnings: tuple[str, ...] = (), draft_layers: frozenset[str] = frozenset(),
                explanation: Explanation | None = None, budget: KvBudget | None = None,
-               data_parallel_size: int = 1) -> Plan:
+               data_parallel_size: int = 1, weights_limit: WeightsLimit | None = None) -> Plan:
     pool = result.pool_bytes_per_block[0] if result.pool_bytes_per_block else 0
     total = result.total_blocks_per_request or 1
     rows = []
@@ -173,6 +221,16 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         padding_warnings = [f"Add {n} padding layers, may waste at most {pct:.2f}% KV cache memory"
                             for n, pct in result.grouping.padding_layers]
     err = result.error
+    cause = None
+    if verdict is Verdict.CANNOT_GROUP:
+        cause = FailureCause.GROUPING
+    elif weights_limit is not None:
+        cause = FailureCause.WEIGHTS
+    elif not result.fits:
+        avail = available_kv_bytes or result.available_kv_bytes
+        cause = (FailureCause.NO_KV_MEMORY if avail and min(avail) <= 0 else
+                 FailureCause.KV_CACHE if err is None or err.type == "ValueError" else
+                 FailureCause.OTHER)
     return Plan(
         model=model, draft=draft, vllm_version=result.profile.version, with_fix=result.with_fix,
         gpu=gpu, budget_mode=budget_mode,
@@ -193,6 +251,7 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         capacity_log_line=result.capacity_log_line,
         capacity_is_hypothetical=result.capacity_is_hypothetical,
         error_type=err.type if err else None, error_message=err.message if err else None,
+        failure_cause=cause, weights_limit=weights_limit,
         grouping_path=result.grouping.path if result.grouping else None,
         padding_layer_warnings=padding_warnings, warnings=list(warnings), explanation=explanation,
         budget=budget, data_parallel_size=data_parallel_size,

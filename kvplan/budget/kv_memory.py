@@ -302,6 +302,9 @@ def estimate_cudagraph_bytes(*, num_layers: int, hidden_size: int, tp: int = 1,
         + f" GiB = {g:.2f} GiB (fitted on vLLM 0.19 'CUDAGraph memory' logs)")
 
 
+NO_KV_MEMORY_WARNING = "the estimate leaves no memory for the KV cache: vLLM would fail at start-up"
+
+
 def estimate_budget(
     gpu_total_bytes: int | Gpu,
     gpu_memory_utilization: float | None,
@@ -410,7 +413,7 @@ def estimate_budget(
                  "only")))
     available = sum(t.num_bytes for t in terms)
     if available <= 0:
-        warnings.append("the estimate leaves no memory for the KV cache: vLLM would fail at start-up")
+        warnings.append(NO_KV_MEMORY_WARNING)
     warnings.append("estimated budget: non-torch, activation and CUDA-graph terms are fitted "
                     "formulas (median error 0.2% on vLLM 0.19 H100 logs, ~5% on 0.11, ~20% on V0, far "
                     "worse for multimodal encoders; see docs/calibration.md); use --kv-cache-memory or a "

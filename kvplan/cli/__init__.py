@@ -236,19 +236,28 @@ def gpus(
 @handles_errors
 def layers(
     model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
-    draft: Annotated[str | None, Opt("--draft")] = None,
-    speculative_method: Annotated[str | None, Opt("--speculative-method")] = None,
-    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
-    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype")] = "auto",
-    draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype")] = None,
-    tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp")] = 1,
-    max_model_len: Annotated[str | None, Opt("--max-model-len")] = None,
-    gpu: Annotated[str | None, Opt("--gpu")] = None,
-    vllm: Annotated[str | None, Opt("--vllm")] = None,
-    revision: Annotated[str | None, Opt("--revision")] = None,
-    as_json: Annotated[bool, Opt("--json")] = False,
+    draft: Annotated[str | None, Opt("--draft", help="draft head (DFlash, EAGLE, EAGLE3): its layers too")] = None,
+    speculative_method: Annotated[str | None, Opt("--speculative-method", help="eagle, eagle3, dflash, mtp, "
+                                                                   "ngram")] = None,
+    num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens", help="draft tokens per step")] = 0,
+    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype",
+                                       help="auto, bfloat16, fp8, nvfp4, ...")] = "auto",
+    draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype",
+                                                   help="default: inherit --kv-cache-dtype")] = None,
+    tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp",
+                                                  help="heads and states are per TP rank")] = 1,
+    max_model_len: Annotated[str | None, Opt("--max-model-len", help="context length, 128k style (windows "
+                                                     "and block sizes may depend on it)")] = None,
+    gpu: Annotated[str | None, Opt("--gpu", help="catalogue name: picks the attention backends "
+                                     "(and so the block sizes) as on that GPU")] = None,
+    vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile: 0.31.0-0.34.0 (default "
+                                       "newest)")] = None,
+    revision: Annotated[str | None, Opt("--revision", help="hub revision (branch, tag or commit)")] = None,
+    as_json: Annotated[bool, Opt("--json", help="one row per layer as JSON (the table merges "
+                                          "identical layers)")] = False,
 ) -> None:
-    """Per-layer table of what kvplan understood: kind, heads × dim, window, dtype, bytes/token."""
+    """What kvplan understood, layer by layer: kind, heads × dim, window, dtype, block, bytes per
+    token (identical layers share a row; --json lists each)."""
     from kvplan.models.build import Deployment
     from kvplan.models.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report

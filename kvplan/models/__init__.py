@@ -97,7 +97,6 @@ _FALCON_H1 = _Ref("mamba", "describe_falcon_h1")
 _GRANITE_HYBRID = _Ref("mamba", "describe_granite_hybrid")
 _LFM2 = _Ref("lfm2", "describe_lfm2")
 _MINIMAX_M2 = _Ref("minimax", "describe_minimax_m2")
-_MINIMAX_LINEAR = _Ref("minimax", "describe_minimax_linear")
 _MINIMAX_M3_SPARSE = _Ref("minimax", "describe_minimax_m3_sparse")
 _MIMO_V2 = _Ref("mimo", "describe_mimo_v2")
 _CHATGLM = _Ref("chatglm", "describe_chatglm")
@@ -155,9 +154,6 @@ _BY_ARCH = _Adapters({
     "GraniteMoeHybridForCausalLM": _GRANITE_HYBRID,
     "Lfm2ForCausalLM": _LFM2,
     "MiniMaxM2ForCausalLM": _MINIMAX_M2,
-    "MiniMaxText01ForCausalLM": _MINIMAX_LINEAR,
-    "MiniMaxM1ForCausalLM": _MINIMAX_LINEAR,
-    "MiniMaxForCausalLM": _MINIMAX_LINEAR,
     "MiMoV2FlashForCausalLM": _MIMO_V2,
     "MiMoV2ForCausalLM": _MIMO_V2,
     "MiMoV2OmniForCausalLM": _MIMO_V2,
@@ -210,7 +206,6 @@ _BY_MODEL_TYPE = _Adapters({
     "nemotron_h": _NEMOTRON_H, "falcon_h1": _FALCON_H1, "granitemoehybrid": _GRANITE_HYBRID,
     "lfm2": _LFM2,
     "minimax_m2": _MINIMAX_M2,
-    "minimax": _MINIMAX_LINEAR, "minimax_text_01": _MINIMAX_LINEAR, "minimax_m1": _MINIMAX_LINEAR,
     "mimo_v2_flash": _MIMO_V2, "mimo_v2": _MIMO_V2,
     "chatglm": _CHATGLM, "exaone": _EXAONE, "internlm2": _INTERNLM2, "minicpm3": _MINICPM3,
     "nemotron-nas": _NEMOTRON_NAS,
@@ -296,8 +291,8 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         raise ConfigError(f"{source}: config.json has neither 'model_type' nor 'architectures'",
                           hint=SPECS_HINT)
     if not any(arch in _BY_ARCH for arch in archs):
-        from kvplan.models.retired import refuse_retired
-        refuse_retired(source, archs)
+        from kvplan.models.retired import refuse_retired, retired_by_model_type
+        refuse_retired(source, archs or retired_by_model_type(top.get("model_type")))
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
     with malformed_config_guard(source):

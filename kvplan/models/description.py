@@ -87,7 +87,7 @@ class ShortConvDims(Frozen):
 
 
 class LinearAttentionDims(Frozen):
-    """MiniMax lightning / linear attention: state (heads, head_dim, head_dim)."""
+    """Lightning / linear attention (Bailing V2.5): state (heads, head_dim, head_dim)."""
     num_heads: PositiveInt
     head_dim: PositiveInt
 

@@ -19,6 +19,17 @@ _WHY = {
 }
 
 
+# model types of retired architectures (a config without `architectures`)
+_RETIRED_MODEL_TYPES = {"minimax": "MiniMaxForCausalLM", "minimax_text_01": "MiniMaxText01ForCausalLM",
+                        "minimax_m1": "MiniMaxM1ForCausalLM"}
+
+
+def retired_by_model_type(model_type: object) -> list[str]:
+    """The retired architecture a bare model_type stands for ([] when none)."""
+    arch = _RETIRED_MODEL_TYPES.get(model_type) if isinstance(model_type, str) else None
+    return [arch] if arch else []
+
+
 def refuse_retired(source: str, architectures: Iterable[str]) -> None:
     """Raise when an architecture was served by vLLM only before 0.31 (vLLM:
     ModelRegistry._raise_for_unsupported, whose message this repeats)."""

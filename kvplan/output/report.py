@@ -163,7 +163,9 @@ def _render_main(plan: Plan, console: Console) -> None:
         short = (f"short by {-short_by:,} B ({-short_by / 2**30:.2f} GiB)"
                  if short_by is not None and short_by < 0 else "")
         console.print(Text("DOES NOT FIT", style="bold red"), short)
-        if plan.estimated_max_model_len:
+        if plan.weights_limit is not None:
+            _render_weights_limit(plan, console)
+        elif plan.estimated_max_model_len:
             console.print(f"largest max_model_len that fits: "
                           f"{_workers(plan.estimated_max_model_len, lambda v: f'{v:,}')}")
         if plan.error_message or plan.error_type:  # some vLLM errors carry no message
@@ -172,13 +174,34 @@ def _render_main(plan: Plan, console: Console) -> None:
                           soft_wrap=True)
 
 
+def _render_weights_limit(plan: Plan, console: Console) -> None:
+    """The weights, not the KV cache, are why nothing fits: say so and what helps."""
+    w = plan.weights_limit
+    assert w is not None
+    console.print(Text("cause: the weights", style="bold red"),
+                  f"{w.weight_bytes_per_gpu / 2**30:.2f} GiB per GPU at TP "
+                  f"{w.tensor_parallel_size} × PP {w.pipeline_parallel_size} > "
+                  f"{w.usable_bytes_per_gpu / 2**30:.2f} GiB usable (requested memory less vLLM's "
+                  "other start-up memory): no max_model_len fits")
+    if w.exceeds_gpu_memory and w.gpu_total_memory_bytes:
+        console.print(f"  they exceed the whole GPU ({w.gpu_total_memory_bytes / 2**30:.2f} GiB): "
+                      "vLLM runs out of memory while loading them")
+    console.print("what helps:")
+    for tip in w.suggestions:
+        console.print(f"  - {escape(tip)}", soft_wrap=True)
+
+
 def render_explanation(plan: Plan, console: Console) -> None:
     ex = plan.explanation
     if ex is None:
         return
-    console.print("[bold]Why: what takes the blocks of one request[/]")
+    if plan.weights_limit is not None:
+        console.print("[bold]Why: the weights leave no memory for the KV cache[/]")
+    else:
+        console.print("[bold]Why: what takes the blocks of one request[/]")
     for c in ex.causes:
-        console.print(f"  {c.share_of_blocks_pct:5.1f}%  {escape(c.text)}")
+        share = "weights" if c.share_of_blocks_pct is None else f"{c.share_of_blocks_pct:5.1f}%"
+        console.print(f"  {share:>6}  {escape(c.text)}")
     if not ex.what_ifs:
         return
     table = Table(title="What if (each recomputed by the engine)", title_justify="left",
@@ -245,8 +268,9 @@ def render_markdown(plan: Plan) -> str:
               f" {plan.total_blocks_per_request:,} blocks per request; needed "
               f"{' / '.join(plan.total_gib_needed)} GiB vs {' / '.join(plan.check_gib)} GiB.", ""]
     if plan.explanation is not None:
-        lines += ["", "**Why**", ""] + [f"- {c.share_of_blocks_pct:.1f}% — {c.text}"
-                                         for c in plan.explanation.causes]
+        lines += ["", "**Why**", ""] + [
+            f"- {'weights' if c.share_of_blocks_pct is None else f'{c.share_of_blocks_pct:.1f}%'}"
+            f" — {c.text}" for c in plan.explanation.causes]
         if plan.explanation.what_ifs:
             lines += ["", "| what if | needed GiB | verdict |", "|---|---:|---|"]
             for w in plan.explanation.what_ifs:
@@ -256,6 +280,11 @@ def render_markdown(plan: Plan) -> str:
     if plan.fits:
         lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")
+    elif plan.weights_limit is not None:
+        lines.append(f"**DOES NOT FIT** — cause: the weights; {plan.weights_limit.summary}.")
+        lines += [""] + [f"- {tip}" for tip in plan.weights_limit.suggestions]
+        if plan.error_message:
+            lines += ["", f"> {plan.error_message}"]
     else:
         lines.append(f"**DOES NOT FIT** — largest max_model_len that fits: "
                      f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")
@@ -308,7 +337,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
                           str(c.num_gpus),
                           f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
-                          f"{c.data_parallel_size}", c.kv_cache_dtype,
+                          f"{c.data_parallel_size}",
+                          "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]),
                           "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
                           f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
         console.print(table)
@@ -317,6 +347,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
         console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
                       "per replica; headroom = conc. over the target"
+                      + ("; KV a=b: both planned identically (one row)" if any(
+                          c.merged_kv_cache_dtypes for c in fit.candidates) else "")
                       + ("; * nominal GPU memory (not measured)" if any(
                           c.total_memory_nominal for c in fit.candidates) else "")
                       + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
@@ -329,9 +361,17 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
         for m in fit.misses:
             usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
             console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "
-                          f"{m.pipeline_parallel_size}, KV {m.kv_cache_dtype}, draft "
+                          f"{m.pipeline_parallel_size}, KV "
+                          f"{'/'.join([m.kv_cache_dtype, *m.merged_kv_cache_dtypes])}, draft "
                           f"{'on' if m.speculative else 'off'} — reaches {m.closeness:.0%} of the target: "
                           f"{escape(m.lacks)}")
+        if fit.weights_need_more_gpus:
+            need = fit.weights_need_more_gpus
+            console.print(Text("the weights need more GPUs than --max-gpus "
+                               f"{t.max_gpus}:", style="bold"),
+                          ", ".join(f"{n} × {escape(g.removeprefix('NVIDIA '))}"
+                                    for g, n in need.items())
+                          + f" at least; rerun with --max-gpus {min(need.values())}")
     by_dtype: dict[str, list[str]] = {}
     by_reason: dict[str, list[str]] = {}
     for s in fit.skipped:
@@ -351,20 +391,55 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                   f"they cannot be cheaper; {fit.num_fitting:,} meet the target.[/]")
 
 
+# `kvplan layers`: kinds the group table's SHORT_KIND does not name
+_LAYER_KIND = {**SHORT_KIND, "mla_indexer": "indexer", "compressor_state": "compressor"}
+
+
 def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:  # type: ignore[type-arg]
+    """Layers with the same numbers share one row (their names as a range below the table), so
+    a 160-layer model stays readable at 80 columns; --json keeps one row per layer."""
+    from kvplan.analysis.plan import compact_layer_range
+
     for n in notes:
         console.print(f"[yellow]note:[/] {escape(n)}")
+    same: dict[tuple, list] = {}  # type: ignore[type-arg]
+    for r in rows:
+        key = (r.kind, r.draft, r.heads_x_dim, r.window, r.dtype, r.backend, r.block_size_tokens,
+               r.page_bytes_per_token)
+        same.setdefault(key, []).append(r)
     table = Table(title="Layers as vLLM's workers would report them (per TP rank)",
                   title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col, just in (("#", "right"), ("name", "left"), ("kind", "left"), ("heads × dim", "left"),
-                      ("window", "right"), ("dtype", "left"), ("backend", "left"),
-                      ("block", "right"), ("B/token", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in rows:
-        table.add_row(str(r.index), escape(r.name), r.kind + (" (draft)" if r.draft else ""),
-                      r.heads_x_dim, f"{r.window:,}" if r.window else "-", escape(r.dtype),
-                      r.backend or "-", f"{r.block_size_tokens:,}", r.page_bytes_per_token)
+    for col, just in (("#", "right"), ("n", "right"), ("kind", "left"), ("heads×dim", "right"),
+                      ("window", "right"), ("dtype", "left"), ("block", "right"),
+                      ("B/token", "right")):
+        short = col in ("#", "n", "kind", "window", "block")  # the rest may wrap, never cut
+        table.add_column(col, justify=just, no_wrap=short,  # type: ignore[arg-type]
+                         overflow="ellipsis" if short else "fold")
+    legend = []
+    for i, group in enumerate(same.values(), 1):
+        r = group[0]
+        dtype, _, quant = r.dtype.partition(" (")
+        per_tok = r.page_bytes_per_token
+        if "/" in per_tok and " " not in per_tok:  # an exact fraction: shown rounded
+            num, den = per_tok.split("/")
+            per_tok = f"≈{int(num) / int(den):.2f}"
+        per_tok = per_tok.replace(" state", "/req")
+        table.add_row(str(i), str(len(group)),
+                      _LAYER_KIND.get(r.kind, r.kind) + (" (draft)" if r.draft else ""),
+                      r.heads_x_dim.replace(" × ", "×"), f"{r.window:,}" if r.window else "-",
+                      escape(dtype.replace("/", "/ ")) + ("*" if quant else ""), f"{r.block_size_tokens:,}", per_tok)
+        extra = [x for x in (r.backend, quant.rstrip(")") and f"KV quant {quant.rstrip(')')}")
+                 if x]
+        legend.append(f"{i}: {escape(compact_layer_range([x.name for x in group]))}"
+                      + (f" [dim]({escape(', '.join(extra))})[/]" if extra else ""))
     console.print(table)
+    for line in legend:
+        console.print(line)
+    console.print("[dim]n: layers with these numbers (their names above, by row) · heads×dim: KV "
+                  "heads × head size per rank, K/V when they differ; state layers: the state "
+                  "shapes · window: sliding window or chunk (tokens) · dtype*: quantized KV (mode "
+                  "above) · block: tokens per block · B/token: page bytes ÷ block tokens (≈: not "
+                  "a whole number; exact in --json) · /req: a state layer's bytes per request[/]")
 
 
 def _short_len(n: int) -> str:
@@ -471,6 +546,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""))
+        elif e.plan is not None and e.plan.weights_limit is not None:
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}")
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}")
 

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvplan.analysis.plan import Plan, build_plan
+from kvplan.analysis.plan import Plan, WeightsLimit, build_plan
 from kvplan.budget.kv_memory import (
+    NO_KV_MEMORY_WARNING,
     BudgetMode,
     KvBudget,
     TermComparison,
@@ -51,6 +52,8 @@ class Request:
     explain: bool = False
     label: str | None = None
     hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
+    # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
+    diagnose_weights: bool = True
 
 
 @dataclass(frozen=True)
@@ -323,11 +326,9 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
             if reason:
                 gates.append(reason)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
-    if budget.available_kv_bytes_per_gpu <= 0 and budget.mode is BudgetMode.ESTIMATED:
-        budget_warning = ("the estimated budget leaves no memory for the KV cache "
-                          f"({budget.available_kv_bytes_per_gpu:,} B)")
-    else:
-        budget_warning = None
+    # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
+    limit = weights_limit(req, res, gpu, budget, built.planner_input.max_model_len)
+    budget_warning = limit.summary if limit is not None else None
     extensible = bool(budget.extensible_kv_cache) and budget.mode is BudgetMode.ESTIMATED
     inp = replace(built.planner_input,
                   available_kv_bytes=(budget.available_kv_bytes_per_gpu,)
@@ -337,7 +338,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     result = plan(inp)
     draft_layers = frozenset(p.name for p in built.layers if p.is_draft)
     explanation = None
-    if req.explain:
+    if req.explain and limit is not None:
+        from kvplan.analysis.explain import Cause, Explanation
+
+        explanation = Explanation(causes=[Cause(share_of_blocks_pct=None, text=limit.summary)],
+                                  what_ifs=_weights_what_ifs(req, res, limit))
+    elif req.explain:
         from kvplan.analysis.explain import explain_model
 
         explanation = explain_model(res.target, replace(dep, available_kv_bytes=budget
@@ -351,7 +357,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
             "other kernel blocks)")
-    notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget.warnings,
+    budget_notes = [w for w in budget.warnings if limit is None or w != NO_KV_MEMORY_WARNING]
+    notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget_notes,
              *([budget_warning] if budget_warning else [])]
     notes += gates
     the_plan = build_plan(
@@ -360,9 +367,132 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         gpu=gpu.name if gpu is not None else None, budget_mode=_budget_label(budget),
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
-        data_parallel_size=req.data_parallel_size)
+        data_parallel_size=req.data_parallel_size, weights_limit=limit)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
                       dtype_warnings=tuple(gates))
+
+
+MAX_GPUS_SEARCHED = 1024  # weights_limit: the largest TP×PP tried
+
+
+def _budget_at(req: Request, res: Resolved, tp: int, pp: int, gpu_name: str | None = None
+               ) -> int | None:
+    """The estimated KV memory per GPU at TP×PP (on another GPU); None: the shape is invalid."""
+    r = replace(req, gpu=gpu_name or req.gpu,
+                deployment=replace(req.deployment, tensor_parallel_size=tp,
+                                   pipeline_parallel_size=pp))
+    g, sm, _ = _gpu(r)
+    try:
+        built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
+                      res.draft)
+        return budget_for(r, res, built, g).available_kv_bytes_per_gpu
+    except KvplanError:
+        return None
+
+
+def fewest_gpus_for_weights(req: Request, res: Resolved, start: int
+                            ) -> tuple[int, int, int] | None:
+    """(GPUs, TP, PP): the smallest TP×PP (powers of two from `start`) of `req`'s GPU whose share
+    of the weights leaves KV memory by the estimate; None up to MAX_GPUS_SEARCHED."""
+    tp = req.deployment.tensor_parallel_size
+    n = 1 << max(0, start - 1).bit_length()  # the power of two ≥ start
+    while n <= MAX_GPUS_SEARCHED:
+        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
+        fits = [(t, p, a) for t, p in shapes
+                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
+        if fits:
+            # the given TP with more stages first, then the shape that leaves the most KV memory
+            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
+            return n, t, p
+        n *= 2
+    return None
+
+
+def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
+                  ) -> WeightsLimit | None:
+    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
+    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
+    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
+        return None
+    terms = {t.name: t.num_bytes for t in budget.breakdown}
+    weights = -terms.get("model weights", 0)
+    if weights <= 0:
+        return None
+    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    total = budget.total_memory_bytes
+    if not req.diagnose_weights:
+        return WeightsLimit(weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
+                            gpu_total_memory_bytes=total,
+                            exceeds_gpu_memory=bool(total and weights > total),
+                            tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    req = replace(req, diagnose_weights=False, explain=False)
+    best = fewest_gpus_for_weights(req, res, tp * pp * 2)
+    tips = []
+    roomy: list[str] = []
+    model = req.model if " " not in req.model else repr(req.model)
+    if best is not None:
+        tips.append(f"more GPUs: at least {best[0]} of this type (e.g. -tp {best[1]} -pp "
+                    f"{best[2]}); `kvplan fit {model} --max-model-len {max_model_len} "
+                    f"--concurrency 1{f' --gpu {gpu.name!r}' if gpu is not None else ''} "
+                    f"--max-gpus {best[0]}` searches TP/PP/DP and GPU types")
+    else:
+        tips.append(f"more GPUs: none of up to {MAX_GPUS_SEARCHED} of this type leave KV memory")
+    if res.target_quant is None:
+        tips.append(f"fp8 or another quantized checkpoint: about half the bytes "
+                    f"(~{weights / 2 / GiB:.1f} GiB per GPU here, "
+                    + ("within" if weights / 2 < usable else "still over")
+                    + f" {usable / GiB:.1f} GiB usable)")
+    else:
+        tips.append("a more strongly quantized checkpoint (fewer bytes per weight)")
+    if gpu is not None:
+        from kvplan.budget import hardware
+
+        bigger = [g for g in sorted(hardware.list_gpus(), key=lambda g: g.total_memory_bytes or 0)
+                  if (g.total_memory_bytes or 0) > (total or 0) and g.name != gpu.name]
+        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0][:3]
+        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy) if roomy
+                                                               else "none in the catalogue"))
+    return WeightsLimit(
+        weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
+        gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
+        tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        min_num_gpus=best[0] if best else None, min_tensor_parallel_size=best[1] if best else None,
+        min_pipeline_parallel_size=best[2] if best else None, bigger_gpus=roomy, suggestions=tips)
+
+
+def _what_if(change: str, r: Request, res: Resolved) -> Any:
+    """One what-if row: `r` planned again (budget re-estimated), or why it is invalid."""
+    from kvplan.analysis.explain import WhatIf
+
+    try:
+        p = evaluate(r, res).plan
+    except KvplanError as exc:
+        return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
+                      note=exc.message)
+    return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
+                  available_gib=min(p.check_gib, default=None),
+                  estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+
+
+def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[Any]:
+    """What-ifs that act on the weights: the fewest GPUs that hold them, a bigger GPU."""
+    from kvplan.analysis.explain import WhatIf
+
+    def one(change: str, r: Request) -> WhatIf:
+        return _what_if(change, r, res)
+
+    out = []
+    base = replace(req, explain=False, diagnose_weights=False)
+    if limit.min_num_gpus is not None:
+        t, p = limit.min_tensor_parallel_size or 1, limit.min_pipeline_parallel_size or 1
+        out.append(one(f"-tp {t} -pp {p} ({limit.min_num_gpus} GPUs: the fewest whose share of "
+                       "the weights leaves KV memory)",
+                       replace(base, deployment=replace(req.deployment, tensor_parallel_size=t,
+                                                        pipeline_parallel_size=p))))
+    for name in limit.bigger_gpus[:2]:
+        out.append(one(f"--gpu {name!r}", replace(base, gpu=name)))
+    return out
 
 
 def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) -> list[Any]:
@@ -371,26 +501,19 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) ->
     from kvplan.budget import hardware
 
     def one(change: str, r: Request) -> WhatIf:
-        try:
-            p = evaluate(r, res).plan
-        except KvplanError as exc:
-            return WhatIf(change=change, fits=None, needed_gib=None, available_gib=None,
-                          note=exc.message)
-        return WhatIf(change=change, fits=p.fits, needed_gib=max(p.total_gib_needed, default=None),
-                      available_gib=min(p.check_gib, default=None),
-                      estimated_max_model_len=min(p.estimated_max_model_len, default=None))
+        return _what_if(change, r, res)
 
     out = []
     tp2 = req.deployment.tensor_parallel_size * 2
     out.append(one(f"--tensor-parallel-size {tp2} (weights split, budget re-estimated)",
-                   replace(req, explain=False,
+                   replace(req, explain=False, diagnose_weights=False,
                            deployment=replace(req.deployment, tensor_parallel_size=tp2))))
     # the given utilization, else the release default the estimate used
     util = req.gpu_memory_utilization or budget.gpu_memory_utilization
     if util is not None and util < 0.98:
         new = round(min(0.98, util + 0.05), 2)
         out.append(one(f"--gpu-memory-utilization {new}",
-                       replace(req, gpu_memory_utilization=new, explain=False)))
+                       replace(req, gpu_memory_utilization=new, explain=False, diagnose_weights=False)))
     if gpu is not None and gpu.total_memory_bytes:
         bigger = sorted((g for g in hardware.list_gpus()
                          if g.vendor == gpu.vendor and g.total_memory_bytes
@@ -398,7 +521,7 @@ def _budget_what_ifs(req: Request, res: Resolved, gpu: Any, budget: KvBudget) ->
                         key=lambda g: g.total_memory_bytes or 0)[:2]
         for g in bigger:
             out.append(one(f"--gpu {g.name!r} ({(g.total_memory_bytes or 0) / 2**30:.0f} GiB)",
-                           replace(req, gpu=g.name, explain=False)))
+                           replace(req, gpu=g.name, explain=False, diagnose_weights=False)))
     return out
 
 
@@ -438,7 +561,7 @@ def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
         spec = lp.spec
         if isinstance(spec, AttentionSpec):
             heads = f"{spec.num_kv_heads} × {spec.head_size}"
-            if spec.head_size_v not in (spec.head_size, None):
+            if spec.head_size_v not in (spec.head_size, None, 0):  # 0: MLA, no separate V
                 heads += f"/{spec.head_size_v}"
             per_tok = str(bytes_per_token(spec))
             dtype = spec.dtype if spec.kv_quant_mode.value == "NONE" else \

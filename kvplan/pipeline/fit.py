@@ -67,6 +67,10 @@ class FitCandidate(_Frozen):
     total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not measured")
     vllm_serve: str
     kvplan_check: str
+    merged_kv_cache_dtypes: list[str] = Field(
+        default_factory=list, description="other --kv-cache-dtype values searched that planned "
+                                          "identically on this shape (e.g. auto resolves to fp8 "
+                                          "on this GPU); folded into this row")
 
 
 class FitMiss(_Frozen):
@@ -80,6 +84,13 @@ class FitMiss(_Frozen):
                                          "within --max-gpus (a request that does not fit counts "
                                          "as the share of its KV that does); 1.0 would meet it")
     lacks: str
+    weights_limited: bool = Field(default=False, description="the weights leave no KV memory "
+                                                             "per GPU on this shape")
+    available_kv_bytes_per_gpu: int | None = Field(
+        default=None, description="the estimate (≤ 0 when weights_limited); ranks misses that "
+                                  "reach 0% of the target: closer to fitting first")
+    merged_kv_cache_dtypes: list[str] = Field(
+        default_factory=list, description="other --kv-cache-dtype values that missed the same way")
 
 
 class FitSkip(_Frozen):
@@ -102,6 +113,10 @@ class FitResult(_Frozen):
     skipped: list[FitSkip] = Field(default_factory=list,
                                    description="combinations not planned, and why (KV dtype "
                                                "gates, TP/PP rules)")
+    weights_need_more_gpus: dict[str, int] = Field(
+        default_factory=dict, description="GPU → the fewest GPUs (TP×PP) whose share of the "
+                                          "weights leaves KV memory, for the GPU types where no "
+                                          "shape within --max-gpus did (raise --max-gpus)")
     planned: int = Field(description="replica shapes planned by the engine")
     pruned: int = Field(description="shapes not planned: they cannot beat the ones found")
 
@@ -360,25 +375,73 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
                               max_model_len=max_model_len, concurrency=concurrency,
                               max_gpus=max_gpus, method=method)
         if isinstance(outcome, FitCandidate):
-            found.append(outcome)
+            _add_merged(found, outcome, _candidate_key)
         elif isinstance(outcome, FitMiss):
-            misses.append(outcome)
+            _add_merged(misses, outcome, _miss_key)
         else:
             skipped[outcome] = None
         if progress is not None:
             progress(i + 1, len(shapes))
     found.sort(key=_sort_key)
     near: list[FitMiss] = []
+    more: dict[str, int] = {}
     if not found:
-        near = sorted(misses, key=lambda m: (-m.closeness, m.usd_per_gpu_hour is None,
-                                             (m.usd_per_gpu_hour or 0) * m.tensor_parallel_size
-                                             * m.pipeline_parallel_size, m.gpu))[:top]
+        # closest first: the share of the target; at 0% the shape nearest to leaving KV memory
+        near = sorted(misses, key=lambda m: (
+            -m.closeness, -(m.available_kv_bytes_per_gpu or 0), m.usd_per_gpu_hour is None,
+            (m.usd_per_gpu_hour or 0) * m.tensor_parallel_size * m.pipeline_parallel_size,
+            m.gpu))[:top]
+        more = _weights_need_more_gpus(base, res_off, gpu_rows, misses, max_gpus)
     target = FitTarget(model=base.model, draft=base.draft if has_draft else None,
                        max_model_len=max_model_len, concurrency=concurrency,
                        vllm_version=get_profile(base.deployment.vllm_version).version,
                        gpus=[g.name for g in gpu_rows], kv_cache_dtypes=dtypes, max_gpus=max_gpus)
     return FitResult(target=target, candidates=found[:top], num_fitting=len(found), misses=near,
-                     skipped=list(skipped), planned=planned, pruned=pruned)
+                     skipped=list(skipped), weights_need_more_gpus=more, planned=planned,
+                     pruned=pruned)
+
+
+def _candidate_key(c: FitCandidate) -> tuple:  # type: ignore[type-arg]
+    return (c.gpu, c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size,
+            c.speculative, c.max_concurrency, c.kv_cache_size_tokens, c.available_kv_bytes_per_gpu)
+
+
+def _miss_key(m: FitMiss) -> tuple:  # type: ignore[type-arg]
+    return (m.gpu, m.tensor_parallel_size, m.pipeline_parallel_size, m.speculative, m.closeness,
+            m.lacks, m.available_kv_bytes_per_gpu)
+
+
+def _add_merged(rows: list, new: FitCandidate | FitMiss, key: Callable) -> None:  # type: ignore[type-arg]
+    """Append `new`, or fold its KV dtype into a row that planned identically (same numbers on
+    the same shape: `auto` that resolves to `fp8` on this GPU)."""
+    k = key(new)
+    for i, row in enumerate(rows):
+        if key(row) == k:
+            rows[i] = row.model_copy(update={"merged_kv_cache_dtypes": [
+                *row.merged_kv_cache_dtypes, new.kv_cache_dtype]})
+            return
+    rows.append(new)
+
+
+def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[hardware.Gpu],
+                            misses: Sequence[FitMiss], max_gpus: int) -> dict[str, int]:
+    """For each GPU type whose every planned shape was weight-limited: the fewest GPUs whose
+    share of the weights leaves KV memory (deploy.fewest_gpus_for_weights), beyond --max-gpus."""
+    from kvplan.pipeline.deploy import fewest_gpus_for_weights
+
+    out: dict[str, int] = {}
+    for g in gpu_rows:
+        mine = [m for m in misses if m.gpu == g.name]
+        if not mine or not all(m.weights_limited for m in mine):
+            continue
+        req = replace(base, gpu=g.name, explain=False, diagnose_weights=False,
+                      deployment=replace(base.deployment, speculative_method=None,
+                                         num_speculative_tokens=0),
+                      draft=None)
+        best = fewest_gpus_for_weights(req, res, max_gpus + 1)
+        if best is not None:
+            out[g.name] = best[0]
+    return dict(sorted(out.items(), key=lambda kv: kv[1]))
 
 
 def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: int,
@@ -394,7 +457,7 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
                       draft_kv_cache_dtype=None, draft_tensor_parallel_size=None,
                       draft_attention_backend=None, draft_block_size=None)
     req = replace(base, gpu=shape.gpu.name, deployment=dep, data_parallel_size=1, explain=False,
-                  draft=base.draft if shape.speculative else None)
+                  draft=base.draft if shape.speculative else None, diagnose_weights=False)
     try:
         ev = evaluate(req, res)
     except KvplanError as exc:
@@ -402,13 +465,18 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
                        pipeline_parallel_size=shape.pp, reason=exc.message)
     p = ev.plan
 
+    avail = ev.budget.available_kv_bytes_per_gpu
+
     def miss(closeness: float, lacks: str) -> FitMiss:
         return FitMiss(gpu=shape.gpu.name, tensor_parallel_size=shape.tp,
                        pipeline_parallel_size=shape.pp, kv_cache_dtype=shape.kv_dtype,
                        speculative=shape.speculative, usd_per_gpu_hour=shape.usd_per_gpu_hour,
-                       closeness=round(max(0.0, min(closeness, 0.9999)), 4), lacks=lacks)
+                       closeness=round(max(0.0, min(closeness, 0.9999)), 4), lacks=lacks,
+                       weights_limited=p.weights_limit is not None,
+                       available_kv_bytes_per_gpu=avail)
 
-    avail = ev.budget.available_kv_bytes_per_gpu
+    if p.weights_limit is not None:
+        return miss(0.0, p.weights_limit.summary.replace(": no max_model_len fits", ""))
     if avail <= 0:
         return miss(0.0, f"weights and runtime overheads leave no KV memory per GPU "
                          f"(estimate {format_gib(avail)} GiB)")

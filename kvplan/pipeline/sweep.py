@@ -93,7 +93,7 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
         for kv in kv_dtypes:
             dep = replace(base.deployment, kv_cache_dtype=kv, max_model_len=max(lengths),
                           auto_fit_max_model_len=False, allow_long_max_model_len=True)
-            req = replace(base, gpu=gpu, deployment=dep, explain=False)
+            req = replace(base, gpu=gpu, deployment=dep, explain=False, diagnose_weights=False)
             try:
                 ev = evaluate(req, res)
             except KvplanError as exc:

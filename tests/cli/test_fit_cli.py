@@ -67,7 +67,10 @@ def test_nothing_fits_exit_1_with_nearest_misses() -> None:
                               "--max-model-len", "8k", "--concurrency", "1", "--gpu", "L4,T4",
                               "--max-gpus", "4"], env=ENV)
     assert res.exit_code == 1
-    assert "NOTHING FITS" in res.stdout and "no KV memory" in res.stdout
+    assert "NOTHING FITS" in res.stdout and "the weights alone need" in res.stdout
+    # ≈ 640 GiB of FP8 weights: 32 L4 hold 20 GiB each (> ~15 GiB usable), 64 hold 10 GiB
+    assert "the weights need more GPUs than --max-gpus 4: 64 × L4, 128 × T4" in res.stdout
+    assert "rerun with --max-gpus 64" in res.stdout
     out = _fit_json(str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--max-model-len", "8k",
                     "--concurrency", "1", "--gpu", "L4,T4", "--max-gpus", "4")
     assert out["candidates"] == [] and out["misses"]

@@ -1,15 +1,16 @@
-"""MiniMax-M2.5 NVFP4 (real config, all full attention) and MiniMax-Text-01 linear attention
-(hand-written config with Text-01's attn_type_list).
+"""MiniMax-M2.5 NVFP4 (real config, all full attention); MiniMax-Text-01 / M1 refused as vLLM
+0.31-0.34 refuse them (hand-written config with Text-01's attn_type_list).
 
 Every expected number is worked out from the config by hand in the comment next to it.
 """
 
 from __future__ import annotations
 
+import pytest
+
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model, mtp_draft
-from kvplan.models.description import LayerKind, LinearAttentionDims
-from tests.models.helpers import indices, of_kind, one, real
+from tests.models.helpers import one, real
 
 
 def test_minimax_m2_5_nvfp4() -> None:
@@ -36,32 +37,36 @@ def test_minimax_m2_5_nvfp4() -> None:
     assert m.warnings == ()
 
 
-def test_minimax_text_01_linear_attention() -> None:
-    # hand-written MiniMax-Text-01-style config: 8 layers, attn_type_list 7 × 0 (lightning
-    # linear attention) then 1 (softmax); 64 heads × head_dim 128; 8 KV heads
-    config = {"architectures": ["MiniMaxText01ForCausalLM"], "model_type": "minimax_text_01",
+@pytest.mark.parametrize("arch", ["MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM",
+                                  "MiniMaxForCausalLM"])
+def test_minimax_text_01_and_m1_are_refused_as_vllm_does(arch: str) -> None:
+    # vLLM 0.31, 0.32, 0.33 and 0.34 all list these in registry.py _PREVIOUSLY_SUPPORTED_MODELS
+    # ("0.23.0") and none in their model tables: ModelRegistry._raise_for_unsupported raises
+    # "Model architecture X was supported in vLLM until v0.23.0, and is not supported anymore"
+    # (hand-written MiniMax-Text-01-style config: 8 layers, attn_type_list 7 × 0 then 1)
+    config = {"architectures": [arch], "model_type": "minimax_text_01",
               "torch_dtype": "bfloat16", "num_hidden_layers": 8, "hidden_size": 6144,
               "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
               "attn_type_list": [0, 0, 0, 0, 0, 0, 0, 1]}
-    m = describe_model(config, source="hand-written")
-    assert indices(m, LayerKind.LINEAR_ATTENTION) == list(range(7))
-    assert indices(m, LayerKind.FULL_ATTENTION) == [7]
-    # linear state (heads, head_dim, head_dim) = (64, 128, 128)
-    assert one(layer.linear_attention for layer in of_kind(m, LayerKind.LINEAR_ATTENTION)) == (
-        LinearAttentionDims(num_heads=64, head_dim=128))
-    assert (m.layers[7].num_kv_heads, m.layers[7].head_size) == (8, 128)
-    assert m.is_hybrid
-    # vLLM dropped this architecture after 0.23: said in the warnings
-    assert any("removed" in w for w in m.warnings)
+    with pytest.raises(UnsupportedError) as exc:
+        describe_model(config, source="hand-written")
+    assert (f"model architecture {arch} was supported in vLLM until v0.23.0, and is not "
+            "supported anymore") in exc.value.message
+    assert "<= 0.23.0" in (exc.value.hint or "")
 
 
-def test_minimax_layer_types_default_alternates() -> None:
-    # hand-written transformers MiniMaxConfig without attn_type_list / layer_types: full where
-    # (i + 1) % 2 == 1 → even layers full, odd linear; head = 4096 / 32 = 128
-    config = {"model_type": "minimax", "torch_dtype": "bfloat16", "num_hidden_layers": 4,
+@pytest.mark.parametrize("model_type", ["minimax", "minimax_text_01", "minimax_m1"])
+def test_a_bare_minimax_model_type_is_refused_too(model_type: str) -> None:
+    # transformers' MiniMaxConfig without `architectures`: the same retired family
+    config = {"model_type": model_type, "torch_dtype": "bfloat16", "num_hidden_layers": 4,
               "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}
-    m = describe_model(config, source="hand-written")
-    assert indices(m, LayerKind.FULL_ATTENTION) == [0, 2]
-    assert indices(m, LayerKind.LINEAR_ATTENTION) == [1, 3]
-    assert one(layer.linear_attention.head_dim for layer in of_kind(
-        m, LayerKind.LINEAR_ATTENTION)) == 128
+    with pytest.raises(UnsupportedError, match="not supported anymore"):
+        describe_model(config, source="hand-written")
+
+
+def test_registry_of_every_release_retires_them() -> None:
+    # the 0.34.0 registry data kvplan ships (the oracle venvs of 0.31-0.33 hold the same entries)
+    from kvplan.models.coverage import previously_supported
+
+    for arch in ("MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM", "MiniMaxForCausalLM"):
+        assert previously_supported(arch) == "0.23.0"

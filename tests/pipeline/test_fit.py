@@ -121,8 +121,40 @@ def test_a_model_too_large_for_any_option_gives_the_nearest_misses() -> None:
                  concurrency=1, gpus=["L4", "T4"], max_gpus=4, top=3)
     assert fit.candidates == [] and fit.num_fitting == 0
     assert 1 <= len(fit.misses) <= 3
-    assert all("no KV memory" in m.lacks for m in fit.misses)
+    assert all(m.weights_limited and "the weights alone need" in m.lacks for m in fit.misses)
     assert all(m.closeness == 0 for m in fit.misses)
+
+
+GLM = str(CONFIGS / "zai-org--GLM-5.2")
+
+
+def test_weight_limited_misses_are_the_largest_shapes_and_more_gpus_are_named() -> None:
+    # bf16 GLM-5.2 ≈ 1,413 GiB of weights: 8 × B200 (~166 GiB usable each) hold ≈ 177 GiB each —
+    # not enough; 16 × B200 (≈ 88 GiB each) and 32 × H100 (≈ 44 GiB < ~68 GiB usable) are
+    fit = search(Request(model=GLM), max_model_len=131072, concurrency=4, gpus=["H100", "B200"],
+                 max_gpus=8, top=5)
+    assert fit.candidates == []
+    # the nearest misses are the 8-GPU shapes (closest to holding the weights), not 1-GPU ones
+    assert all(m.tensor_parallel_size * m.pipeline_parallel_size == 8 for m in fit.misses)
+    assert fit.misses[0].gpu == "NVIDIA B200" and fit.misses[0].weights_limited
+    assert fit.weights_need_more_gpus == {"NVIDIA B200": 16, "NVIDIA H100 SXM 80GB": 32}
+
+
+def test_kv_dtypes_that_plan_identically_are_one_row() -> None:
+    # GLM-5.2 on B200: KV `auto` resolves to fp8 (same pages, same numbers) → one row naming both
+    fit = search(Request(model=GLM), max_model_len=131072, concurrency=4, gpus=["B200"],
+                 kv_dtypes=["auto", "fp8"], max_gpus=16, top=5)
+    assert fit.candidates
+    shapes = [(c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size)
+              for c in fit.candidates]
+    assert len(shapes) == len(set(shapes))  # no duplicate rows
+    assert all(c.kv_cache_dtype == "auto" and c.merged_kv_cache_dtypes == ["fp8"]
+               for c in fit.candidates)
+    # on an H100 `auto` stays bf16: two rows per shape, nothing merged
+    h100 = search(Request(model=LLAMA_8B), max_model_len=32768, concurrency=4, gpus=["H100"],
+                  kv_dtypes=["auto", "fp8"], max_gpus=1, top=5)
+    assert {c.kv_cache_dtype for c in h100.candidates} == {"auto", "fp8"}
+    assert all(c.merged_kv_cache_dtypes == [] for c in h100.candidates)
 
 
 def test_concurrency_miss_names_what_is_lacking() -> None:
