@@ -34,7 +34,9 @@ from kvplan.models.exaone import describe_exaone
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
+from kvplan.models.olmo import describe_olmo_hybrid
 from kvplan.models.retired import refuse_retired
+from kvplan.models.zyphra import describe_zamba2, describe_zaya
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
 
@@ -85,6 +87,14 @@ _BY_ARCH: dict[str, _Adapter] = {
     "FalconH1ForCausalLM": mamba.describe_falcon_h1,
     "GraniteMoeHybridForCausalLM": mamba.describe_granite_hybrid,
     "Lfm2ForCausalLM": lfm2.describe_lfm2,
+    "Lfm2MoeForCausalLM": lfm2.describe_lfm2_moe,
+    "Lfm2VlForConditionalGeneration": lfm2.describe_lfm2_vl,
+    "Lfm3ForCausalLM": lfm2.describe_lfm3,  # vLLM 0.34 only (and its VL / audio wrappers)
+    "Lfm3VlForConditionalGeneration": lfm2.describe_lfm3,
+    "Lfm3AudioForConditionalGeneration": lfm2.describe_lfm3,
+    "OlmoHybridForCausalLM": describe_olmo_hybrid,
+    "Zamba2ForCausalLM": describe_zamba2,
+    "ZayaForCausalLM": describe_zaya,  # vLLM 0.34 only
     "MiniMaxM2ForCausalLM": minimax.describe_minimax_m2,
     "MiniMaxText01ForCausalLM": minimax.describe_minimax_linear,
     "MiniMaxM1ForCausalLM": minimax.describe_minimax_linear,
@@ -130,6 +140,9 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "nemotron_h": mamba.describe_nemotron_h, "falcon_h1": mamba.describe_falcon_h1,
     "granitemoehybrid": mamba.describe_granite_hybrid,
     "lfm2": lfm2.describe_lfm2,
+    "lfm2_moe": lfm2.describe_lfm2_moe, "lfm2_vl": lfm2.describe_lfm2_vl,
+    "lfm3": lfm2.describe_lfm3, "lfm3_vl": lfm2.describe_lfm3, "lfm3_audio": lfm2.describe_lfm3,
+    "olmo_hybrid": describe_olmo_hybrid, "zamba2": describe_zamba2, "zaya": describe_zaya,
     "minimax_m2": minimax.describe_minimax_m2,
     "minimax": minimax.describe_minimax_linear, "minimax_text_01": minimax.describe_minimax_linear,
     "minimax_m1": minimax.describe_minimax_linear,
