@@ -30,6 +30,7 @@ from kvplan.models import describe_model
 from kvplan.models.build import build
 from kvplan.models.description import LayerKind, ShortConvDims
 from kvplan.models.resolved import ENCODER_CACHE_NOTE
+from tests.golden import ORACLE_2026
 from tests.models.helpers import HF_CONFIGS, h100_tp8, indices, of_kind, one, read_config, real
 
 LFM2_MOE = "kvplan-handmade--LFM2-8B-A1B-like"
@@ -157,3 +158,17 @@ def test_lfm3_wrappers_plan_the_text_model_under_language_model() -> None:
 def test_lfm3_is_served_from_vllm_0_34_only() -> None:
     with pytest.raises(UnsupportedError, match="from 0.34.0 on"):
         build(real(LFM3), h100_tp8(vllm_version="0.33.0", max_model_len=32768))
+
+
+def test_lfm3_plan_equals_vllm_planner_on_its_specs() -> None:
+    # golden-oracle-2026 a07: the specs above (13 conv + 6 full + 5 sliding, TP 4) planned by
+    # vLLM 0.34.0's own planner (tools/oracle_ext.py)
+    want = json.loads((ORACLE_2026 / "expected" / "a07_lfm3_short_conv_swa_full_tp4.0.34.0.json")
+                      .read_text())
+    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / LFM3 / "config.json"), "--json",
+                                   "--gpu", "H100", "-tp", "4", "--max-model-len", "32768",
+                                   "--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192"])
+    out = json.loads(res.stdout)
+    for key in ("num_blocks", "kv_cache_size_tokens", "total_blocks_per_request"):
+        assert out[key] == want[key], key
+    assert out["pool_bytes_per_block"] == [want["pool_bytes_per_block"]]

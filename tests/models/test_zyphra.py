@@ -32,6 +32,7 @@ from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
 from kvplan.models.build import build
 from kvplan.models.description import CcaDims, LayerKind, Mamba2Dims
+from tests.golden import ORACLE_2026
 from tests.models.helpers import HF_CONFIGS, h100_tp8, indices, of_kind, one, read_config, real
 
 ZAMBA2 = "kvplan-handmade--Zamba2-2.7B-like"
@@ -135,3 +136,17 @@ def test_zaya_sliding_layers_and_speculative_refusal() -> None:
     with pytest.raises(UnsupportedError, match="speculative"):
         build(real(ZAYA), h100_tp8(max_model_len=32768, speculative_method="ngram",
                                    num_speculative_tokens=2))
+
+
+def test_zaya_plan_equals_vllm_planner_on_its_specs() -> None:
+    # golden-oracle-2026 a06: the specs above (40 CCA + 40 attention, TP 8) planned by vLLM
+    # 0.34.0's own planner (tools/oracle_ext.py)
+    want = json.loads((ORACLE_2026 / "expected" / "a06_zaya1_cca_replicated_tp8.0.34.0.json")
+                      .read_text())
+    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / ZAYA / "config.json"), "--json",
+                                   "--gpu", "H100", "-tp", "8", "--max-model-len", "32768",
+                                   "--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192"])
+    out = json.loads(res.stdout)
+    for key in ("num_blocks", "kv_cache_size_tokens", "total_blocks_per_request"):
+        assert out[key] == want[key], key
+    assert out["pool_bytes_per_block"] == [want["pool_bytes_per_block"]]
