@@ -18,20 +18,25 @@ model classes build on CPU (0.31/0.33/0.34, TP 1): names, order, shapes, heads, 
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
-from kvplan.cli import app
 from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType, SlidingWindowSpec
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
 from kvplan.models.build import build
 from kvplan.models.description import LayerKind, ShortConvDims
 from kvplan.models.resolved import ENCODER_CACHE_NOTE
-from tests.golden import ORACLE_2026
-from tests.models.helpers import HF_CONFIGS, h100_tp8, indices, of_kind, one, read_config, real
+from tests.models.helpers import (
+    HF_CONFIGS,
+    assert_plan_equals_oracle,
+    check_json,
+    h100_tp8,
+    indices,
+    of_kind,
+    one,
+    read_config,
+    real,
+)
 
 LFM2_MOE = "kvplan-handmade--LFM2-8B-A1B-like"
 LFM2_VL = "kvplan-handmade--LFM2-VL-1.6B-like"
@@ -77,11 +82,8 @@ def test_lfm2_moe_needs_layer_types() -> None:
 
 
 def test_lfm2_moe_check_cli() -> None:
-    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / LFM2_MOE / "config.json"), "--json",
-                                   "--gpu", "H100", "-tp", "8", "--max-model-len", "32768",
-                                   "--kv-cache-memory", "40GiB"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out = check_json(HF_CONFIGS / LFM2_MOE / "config.json", "--gpu", "H100", "-tp", "8",
+                     "--max-model-len", "32768", "--kv-cache-memory", "40GiB")
     # 18 conv layers and 6 attention layers: group size 6 → conv in 3 groups of 6, one attention
     # group; every page 16,384 B (above)
     assert [g["kind"] for g in out["groups"]] == ["mamba"] * 3 + ["full_attention"]
@@ -163,12 +165,7 @@ def test_lfm3_is_served_from_vllm_0_34_only() -> None:
 def test_lfm3_plan_equals_vllm_planner_on_its_specs() -> None:
     # golden-oracle-2026 a07: the specs above (13 conv + 6 full + 5 sliding, TP 4) planned by
     # vLLM 0.34.0's own planner (tools/oracle_ext.py)
-    want = json.loads((ORACLE_2026 / "expected" / "a07_lfm3_short_conv_swa_full_tp4.0.34.0.json")
-                      .read_text())
-    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / LFM3 / "config.json"), "--json",
-                                   "--gpu", "H100", "-tp", "4", "--max-model-len", "32768",
-                                   "--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192"])
-    out = json.loads(res.stdout)
-    for key in ("num_blocks", "kv_cache_size_tokens", "total_blocks_per_request"):
-        assert out[key] == want[key], key
-    assert out["pool_bytes_per_block"] == [want["pool_bytes_per_block"]]
+    out = check_json(HF_CONFIGS / LFM3 / "config.json", "--gpu", "H100", "-tp", "4",
+                     "--max-model-len", "32768", "--kv-cache-memory", "40GiB",
+                     "--max-num-batched-tokens", "8192")
+    assert_plan_equals_oracle(out, "a07_lfm3_short_conv_swa_full_tp4")

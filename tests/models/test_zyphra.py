@@ -21,19 +21,24 @@ model classes build on CPU (TP 1): names, order, shapes, heads, windows, dtypes 
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
-from kvplan.cli import app
 from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
 from kvplan.models.build import build
 from kvplan.models.description import CcaDims, LayerKind, Mamba2Dims
-from tests.golden import ORACLE_2026
-from tests.models.helpers import HF_CONFIGS, h100_tp8, indices, of_kind, one, read_config, real
+from tests.models.helpers import (
+    HF_CONFIGS,
+    assert_plan_equals_oracle,
+    check_json,
+    h100_tp8,
+    indices,
+    of_kind,
+    one,
+    read_config,
+    real,
+)
 
 ZAMBA2 = "kvplan-handmade--Zamba2-2.7B-like"
 ZAYA = "kvplan-handmade--ZAYA1-8B-like"
@@ -111,11 +116,8 @@ def test_zaya_specs_tp8_keep_every_head() -> None:
 
 
 def test_zaya_check_cli_tp8() -> None:
-    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / ZAYA / "config.json"), "--json",
-                                   "--gpu", "H100", "-tp", "8", "--max-model-len", "32768",
-                                   "--kv-cache-memory", "40GiB"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
+    out = check_json(HF_CONFIGS / ZAYA / "config.json", "--gpu", "H100", "-tp", "8",
+                     "--max-model-len", "32768", "--kv-cache-memory", "40GiB")
     # unify_kv_cache_spec_page_size pads the CCA page (32,768 B) to the attention page 65,536 B
     assert [(g["kind"], g["page_size_bytes"]) for g in out["groups"]] == [
         ("mamba", 65_536), ("full_attention", 65_536)]
@@ -141,12 +143,7 @@ def test_zaya_sliding_layers_and_speculative_refusal() -> None:
 def test_zaya_plan_equals_vllm_planner_on_its_specs() -> None:
     # golden-oracle-2026 a06: the specs above (40 CCA + 40 attention, TP 8) planned by vLLM
     # 0.34.0's own planner (tools/oracle_ext.py)
-    want = json.loads((ORACLE_2026 / "expected" / "a06_zaya1_cca_replicated_tp8.0.34.0.json")
-                      .read_text())
-    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / ZAYA / "config.json"), "--json",
-                                   "--gpu", "H100", "-tp", "8", "--max-model-len", "32768",
-                                   "--kv-cache-memory", "40GiB", "--max-num-batched-tokens", "8192"])
-    out = json.loads(res.stdout)
-    for key in ("num_blocks", "kv_cache_size_tokens", "total_blocks_per_request"):
-        assert out[key] == want[key], key
-    assert out["pool_bytes_per_block"] == [want["pool_bytes_per_block"]]
+    out = check_json(HF_CONFIGS / ZAYA / "config.json", "--gpu", "H100", "-tp", "8",
+                     "--max-model-len", "32768", "--kv-cache-memory", "40GiB",
+                     "--max-num-batched-tokens", "8192")
+    assert_plan_equals_oracle(out, "a06_zaya1_cca_replicated_tp8")
