@@ -62,6 +62,13 @@ def short_conv_state_shapes(*, tp: int, intermediate_size: int, conv_kernel: int
     return ((conv_kernel - 1 + num_spec, divide(intermediate_size, tp, "short conv dim")),)
 
 
+def cca_state_shapes(*, num_heads: int, num_kv_heads: int, head_dim: int, history: int
+                     ) -> tuple[Shape, Shape]:
+    """vLLM 0.34: models/zaya.py _cca_state_shapes — q/k history ((q + kv heads) * head_dim,
+    history) and the delayed value (kv heads * head_dim // 2); replicated, never split by TP."""
+    return ((num_heads + num_kv_heads) * head_dim, history), (num_kv_heads * head_dim // 2,)
+
+
 def linear_attention_state_shapes(*, tp: int, num_heads: int, head_dim: int) -> tuple[Shape]:
     """vLLM: linear_attention_state_shape — (heads // tp, d, d) (floor division, as vLLM)."""
     return ((num_heads // tp, head_dim, head_dim),)

@@ -108,6 +108,12 @@ _KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
 _DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
 _DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
 _GLM5_NEXT = _Ref("glm5next", "describe_glm5_next")
+_LFM2_MOE = _Ref("lfm2", "describe_lfm2_moe")
+_LFM2_VL = _Ref("lfm2", "describe_lfm2_vl")
+_LFM3 = _Ref("lfm2", "describe_lfm3")
+_OLMO_HYBRID = _Ref("olmo", "describe_olmo_hybrid")
+_ZAMBA2 = _Ref("zyphra", "describe_zamba2")
+_ZAYA = _Ref("zyphra", "describe_zaya")
 _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
@@ -188,6 +194,14 @@ _BY_ARCH = _Adapters({
     "BailingMoeV3ForCausalLM": _BAILING_V3,
     "BailingMoeV3VLForConditionalGeneration": _BAILING_V3,
     "AliceAIForCausalLM": _ALICE_AI,  # vLLM 0.33+
+    "Lfm2MoeForCausalLM": _LFM2_MOE,
+    "Lfm2VlForConditionalGeneration": _LFM2_VL,
+    "Lfm3ForCausalLM": _LFM3,  # vLLM 0.34 only (and its VL / audio wrappers)
+    "Lfm3VlForConditionalGeneration": _LFM3,
+    "Lfm3AudioForConditionalGeneration": _LFM3,
+    "OlmoHybridForCausalLM": _OLMO_HYBRID,
+    "Zamba2ForCausalLM": _ZAMBA2,
+    "ZayaForCausalLM": _ZAYA,  # vLLM 0.34 only
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -214,6 +228,9 @@ _BY_MODEL_TYPE = _Adapters({
     "deepseek_v4": _DEEPSEEK_V4,
     "glm5_next": _GLM5_NEXT, "glm5_next_text": _GLM5_NEXT,
     "inkling_model": _INKLING, "inkling_mm_model": _INKLING,
+    "lfm2_moe": _LFM2_MOE, "lfm2_vl": _LFM2_VL,
+    "lfm3": _LFM3, "lfm3_vl": _LFM3, "lfm3_audio": _LFM3,
+    "olmo_hybrid": _OLMO_HYBRID, "zamba2": _ZAMBA2, "zaya": _ZAYA,
 })
 
 

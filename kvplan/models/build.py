@@ -40,6 +40,7 @@ from kvplan.engine.specs import (
     SparseCacheRole,
 )
 from kvplan.engine.state_shapes import (
+    cca_state_shapes,
     gdn_state_shapes,
     linear_attention_state_shapes,
     mamba1_state_shapes,
@@ -379,8 +380,9 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
         raise InputError(f"KV cache dtype {kv_dtype} exists only for MLA models")
     if layer.num_kv_heads is None or layer.head_size is None:
         raise InputError(f"{layer.name}: an attention layer needs num_kv_heads and head_size")
-    common = dict(block_size=block_size, num_kv_heads=kv_heads_per_rank(layer.num_kv_heads, tp,
-                                                                         layer.name),
+    kv_heads = (layer.num_kv_heads if layer.tp_replicated  # e.g. zaya.py ReplicatedLinear
+                else kv_heads_per_rank(layer.num_kv_heads, tp, layer.name))
+    common = dict(block_size=block_size, num_kv_heads=kv_heads,
                   head_size=layer.head_size, head_size_v=layer.head_size_v, dtype=storage,
                   kv_quant_mode=quant, is_draft=is_draft)
     if kind is LayerKind.SLIDING_WINDOW:
@@ -450,6 +452,12 @@ def _state(layer: LayerDescription, ctx: _Ctx, tp: int) -> tuple[tuple[tuple[int
         return (short_conv_state_shapes(tp=tp, intermediate_size=sc.conv_dim,
                                         conv_kernel=sc.l_cache, num_spec=k),
                 single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype), MambaType.SHORT_CONV)
+    if layer.kind is LayerKind.CCA and layer.cca:
+        c = layer.cca  # vLLM: zaya.py ZayaCCA.get_state_shape / get_state_dtype (no TP, no spec)
+        conv = single_state_dtype(ctx.model_dtype, d.mamba_cache_dtype)[0]
+        return (cca_state_shapes(num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
+                                 head_dim=c.head_dim, history=c.history),
+                (conv, conv), MambaType.SHORT_CONV)
     if layer.kind is LayerKind.LINEAR_ATTENTION and layer.linear_attention:
         la = layer.linear_attention
         return (linear_attention_state_shapes(tp=tp, num_heads=la.num_heads, head_dim=la.head_dim),
@@ -484,6 +492,8 @@ def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
     """vLLM: Qwen GDN _resolve_gdn_prefill_backend == 'flashinfer' (align mode only)."""
     if ctx.mamba_cache_mode != "align" or not ctx.profile.hybrid_align_checkpoint:
         return False
+    if target.family == "olmo_hybrid":
+        return False  # OlmoHybridGatedDeltaNetAttention keeps MambaBase's (no checkpoints)
     state_kinds = {layer.kind for layer in target.layers if layer.kind.is_state}
     if state_kinds != {LayerKind.GDN}:
         return False  # any layer without an alignment (e.g. Mamba2) turns it off
@@ -520,7 +530,9 @@ ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "MiniCPMV4_7ForConditionalGeneration": "0.32.0",
                       "MiniCPMOcrForConditionalGeneration": "0.33.0",
                       "Nemotron3_5TranscribeForConditionalGeneration": "0.34.0",
-                      "AliceAIForCausalLM": "0.33.0"}
+                      "AliceAIForCausalLM": "0.33.0",
+                      "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
+                      "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -565,6 +577,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     k = dep.num_speculative_tokens if method else 0
     if method and k < 1:
         raise InputError(f"speculative method {method} needs --num-speculative-tokens ≥ 1")
+    if method and target.family == "zaya":
+        raise UnsupportedError("ZAYA1 does not support speculative decoding (vLLM: zaya.py "
+                               "ZayaForCausalLM raises NotImplementedError)",
+                               hint="plan it without a speculative method")
     max_model_len, long_warning = verify_max_model_len(
         target, dep.max_model_len, allow_long=dep.allow_long_max_model_len)
     warnings += [long_warning] if long_warning else []
@@ -650,7 +666,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             head = (primary.kv_lora_rank or 0) + (primary.qk_rope_head_dim or 0)
             attn_1tok = head * dtype_size_bytes(kv_cache_storage_dtype(kv_dtype, model_dtype))
         else:
-            probe = primary.model_copy(update={"kind": LayerKind.FULL_ATTENTION})
+            # the model's KV heads per rank (ModelConfig.get_num_kv_heads), even for a layer
+            # that keeps every head (zaya.py)
+            probe = primary.model_copy(update={"kind": LayerKind.FULL_ATTENTION,
+                                               "tp_replicated": False})
             attn_1tok = _attention_spec(probe, block_size=1, kv_dtype=kv_dtype, tp=tp,
                                         model_dtype=model_dtype, backend=distinct[0],
                                         profile=profile).page_size_bytes
@@ -690,7 +709,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                  and layer.kind is LayerKind.KDA
                                  else FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if ckpt_blocks
                                  and mtype is MambaType.GDN_ATTN else None),
-                             is_draft=is_draft)
+                             tp_replicated=layer.tp_replicated, is_draft=is_draft)
         assert backend is not None
         layer_block = dep.draft_block_size if (is_draft and dep.draft_block_size) else block
         layer_block = layer.block_size or layer_block  # a block the layer fixes itself

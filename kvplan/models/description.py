@@ -43,11 +43,15 @@ class LayerKind(StrEnum):
     # GLM-5.3-Flash kpool indexer tail: a one-block bf16 ring per request of the raw keys and gate
     # scores of the pool still being filled (2 head slots × index_head_dim)
     KPOOL_TAIL = "kpool_tail"
+    # ZAYA1 compressed convolutional attention: the q/k conv history and the delayed half of v
+    # (a Mamba-style state next to the layer's own KV cache)
+    CCA = "cca"
 
     @property
     def is_state(self) -> bool:
         return self in (LayerKind.MAMBA1, LayerKind.MAMBA2, LayerKind.GDN,
-                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION, LayerKind.KDA)
+                        LayerKind.SHORT_CONV, LayerKind.LINEAR_ATTENTION, LayerKind.KDA,
+                        LayerKind.CCA)
 
     @property
     def is_attention(self) -> bool:
@@ -86,6 +90,15 @@ class ShortConvDims(Frozen):
     l_cache: PositiveInt
 
 
+class CcaDims(Frozen):
+    """ZAYA1 CCA: q/k conv history ((q + kv heads) * head_dim, cca_time0 + cca_time1 - 2) and the
+    delayed value (kv heads * head_dim // 2)."""
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt
+    history: NonNegativeInt
+
+
 class LinearAttentionDims(Frozen):
     """Lightning / linear attention (Bailing V2.5): state (heads, head_dim, head_dim)."""
     num_heads: PositiveInt
@@ -118,6 +131,9 @@ class LayerDescription(Frozen):
     gdn: GdnDims | None = None
     short_conv: ShortConvDims | None = None
     linear_attention: LinearAttentionDims | None = None
+    cca: CcaDims | None = None
+    # projections replicated on every TP rank (ReplicatedLinear): heads / state are not split
+    tp_replicated: bool = False
 
 
 class QuantizationInfo(Frozen):

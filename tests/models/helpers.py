@@ -90,3 +90,25 @@ def h100_tp8(**changes: Any) -> Any:
                                 available_kv_bytes=40 * 2**30)
     base.update(changes)
     return Deployment(**base)
+
+
+def check_json(config_path: Path, *flags: str) -> dict[str, Any]:
+    """`kvplan check CONFIG --json FLAGS…` (CliRunner): the parsed JSON."""
+    from typer.testing import CliRunner
+
+    from kvplan.cli import app
+
+    res = CliRunner().invoke(app, ["check", str(config_path), "--json", *flags])
+    assert res.exit_code == 0, res.output
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def assert_plan_equals_oracle(out: dict[str, Any], case: str, version: str = "0.34.0") -> None:
+    """`kvplan check --json` output against vLLM's planner on a golden-oracle-2026 case."""
+    from tests.golden import ORACLE_2026
+
+    want = json.loads((ORACLE_2026 / "expected" / f"{case}.{version}.json").read_text())
+    for key in ("num_blocks", "kv_cache_size_tokens", "total_blocks_per_request"):
+        assert out[key] == want[key], key
+    assert out["pool_bytes_per_block"] == [want["pool_bytes_per_block"]]

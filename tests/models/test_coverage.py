@@ -81,7 +81,7 @@ def test_pooling_only_rows_refuse_with_their_reason(arch: str) -> None:
 
 
 def test_hybrid_without_adapter_is_refused_naming_what_is_missing() -> None:
-    row = coverage()["Zamba2ForCausalLM"]
+    row = coverage()["Qwen4ExpForCausalLM"]
     assert row.path == "refused:needs-adapter"
     assert "state" in row.reason
 

@@ -67,6 +67,15 @@ REASONS: dict[tuple[str, str], str] = {
        for check in ("layer_window", "kinds")},
     ("XiaomiMiMo--MiMo-V2.5-Pro-FP4-DFlash", "model_window"):
         "a draft shares the target's CacheConfig, so its own config sets no model-level window",
+    **{(name, "kinds"): "LFM2 / LFM2-MoE / LFM3: layer_types 'conv' layers are ShortConv state "
+       "layers (models/lfm2.py, lfm2_moe.py, lfm3.py)" for name in ALL if "-LFM" in name},
+    **{(name, "kinds"): "OLMo Hybrid: 'linear_attention' layers are gated delta nets "
+       "(models/olmo_hybrid.py)" for name in ALL if "Olmo-Hybrid" in name},
+    ("kvplan-handmade--Zamba2-2.7B-like", "kinds"):
+        "Zamba2: every layer is a Mamba2 mixer; 'hybrid' layers add a shared block's attention, "
+        "which vLLM registers before the mixers (models/zamba2.py)",
+    **{(name, "kinds"): "ZAYA1: each 'hybrid' layer is a CCA state layer and an attention layer "
+       "(models/zaya.py)" for name in ALL if "ZAYA1" in name},
     ("z-lab--Qwen3.8-27B-DFlash2", "model_window"):
         "a draft shares the target's CacheConfig, so its own config sets no model-level window",
 }
@@ -88,7 +97,8 @@ def _describe(name: str) -> tuple[ModelDescription, dict[str, Any]]:
 # model types transformers has no configuration class for: vLLM reads them with a config class of
 # its own or the checkpoint's remote code; their fast adapters are checked by hand-worked tests
 # (tests/config/test_<family>.py) instead
-NO_TRANSFORMERS_CLASS = {"chatglm", "internlm2", "nemotron-nas", "deepseek_vl_v2", "kimi_k3"}
+NO_TRANSFORMERS_CLASS = {"chatglm", "internlm2", "nemotron-nas", "deepseek_vl_v2", "kimi_k3",
+                         "lfm3_audio"}
 # caches a decoder layer owns beside its attention (vLLM registers them as layers of their own)
 SIDE_CACHES = {LayerKind.MLA_INDEXER, LayerKind.COMPRESSOR_STATE, LayerKind.KPOOL_TAIL}
 

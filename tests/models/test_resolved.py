@@ -120,7 +120,7 @@ def test_architecture_vllm_no_longer_serves() -> None:
 def test_missing_adapter_is_not_reported_as_a_missing_field() -> None:
     # an architecture vLLM serves through an adapter kvplan lacks: the message names the missing
     # adapter (state-space layers), not num_hidden_layers (which is deleted here on purpose)
-    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["Zamba2ForCausalLM"],
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["Qwen4ExpForCausalLM"],
                     ("num_hidden_layers",), DELETE)
     with pytest.raises(UnsupportedError) as info:
         describe_model(config, source="edited")
