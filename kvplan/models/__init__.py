@@ -34,6 +34,7 @@ from kvplan.models.exaone import describe_exaone
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
+from kvplan.models.openpangu import describe_openpangu
 from kvplan.models.retired import refuse_retired
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
@@ -74,6 +75,8 @@ _BY_ARCH: dict[str, _Adapter] = {
     "Gemma2ForCausalLM": _GEMMA2,
     "Gemma3ForCausalLM": _GEMMA3,
     "Gemma3ForConditionalGeneration": _GEMMA3,
+    "Gemma3nForCausalLM": gemma.describe_gemma3n,
+    "Gemma3nForConditionalGeneration": gemma.describe_gemma3n,
     "Gemma4ForCausalLM": gemma.describe_gemma4,
     "Gemma4ForConditionalGeneration": gemma.describe_gemma4,
     "GptOssForCausalLM": gpt_oss.describe_gpt_oss,
@@ -98,6 +101,9 @@ _BY_ARCH: dict[str, _Adapter] = {
     "InternLM2ForCausalLM": describe_internlm2,
     "MiniCPM3ForCausalLM": describe_minicpm3,
     "DeciLMForCausalLM": describe_nemotron_nas,
+    "PanguEmbeddedForCausalLM": describe_openpangu,
+    "PanguProMoEV2ForCausalLM": describe_openpangu,
+    "PanguUltraMoEForCausalLM": describe_openpangu,
     "DeepseekVLV2ForCausalLM": deepseek.describe_deepseek,
     "KimiLinearForCausalLM": kimi.describe_kimi_linear,
     "KimiK3ForConditionalGeneration": kimi.describe_kimi_linear,
@@ -123,6 +129,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "kimi_k2": deepseek.describe_deepseek,
     "glm_moe_dsa": deepseek.describe_deepseek,
     "gemma2": _GEMMA2, "gemma3": _GEMMA3, "gemma3_text": _GEMMA3,
+    "gemma3n": gemma.describe_gemma3n, "gemma3n_text": gemma.describe_gemma3n,
     "gemma4": gemma.describe_gemma4, "gemma4_text": gemma.describe_gemma4,
     "gpt_oss": gpt_oss.describe_gpt_oss,
     "mamba": mamba.describe_mamba1, "falcon_mamba": mamba.describe_mamba1,
@@ -137,6 +144,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "chatglm": describe_chatglm, "exaone": describe_exaone,
     "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
     "nemotron-nas": describe_nemotron_nas,
+    "PanguEmbedded": describe_openpangu, "pangu_ultra_moe": describe_openpangu,
     "deepseek_vl_v2": deepseek.describe_deepseek,
     "kimi_linear": kimi.describe_kimi_linear,
     "deepseek_v4": deepseek_v4.describe_deepseek_v4,

@@ -374,6 +374,7 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
     elif kind is LayerKind.ENCODER_ONLY:
         spec = EncoderOnlyAttentionSpec(**common)  # type: ignore[arg-type]
     elif kind is LayerKind.SINK_FULL_ATTENTION:
+        _check_sink_layer(layer, tp=tp, block_size=block_size)
         spec = SinkFullAttentionSpec(sink_len=layer.sink_len, **common)  # type: ignore[arg-type]
     else:
         spec = FullAttentionSpec(**common)  # type: ignore[arg-type]
@@ -381,6 +382,23 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
         return customize_spec(backend, spec)
     except ValueError as exc:
         raise UnsupportedError(f"{layer.name}: {exc}") from None
+
+
+def _check_sink_layer(layer: LayerDescription, *, tp: int, block_size: int) -> None:
+    """What vLLM refuses at start-up for a static-sink layer: KV heads fewer than the TP size
+    (models/openpangu.py OpenPanguSinkAttention: no replication) and sink tokens that are not
+    whole blocks (v1/core/single_type_kv_cache_manager.py SinkFullAttentionManager)."""
+    assert layer.num_kv_heads is not None
+    if layer.num_kv_heads < tp:
+        raise UnsupportedError(
+            f"{layer.name}: {layer.num_kv_heads} KV heads is less than tensor parallel size {tp}; "
+            "vLLM's sink attention does not replicate KV heads",
+            hint=f"use a tensor parallel size of at most {layer.num_kv_heads}")
+    if layer.sink_len and layer.sink_len % block_size:
+        raise UnsupportedError(
+            f"{layer.name}: {layer.sink_len} sink tokens are not a whole number of "
+            f"{block_size}-token blocks (vLLM's SinkFullAttentionManager asserts it)",
+            hint="pick a --block-size that divides the sink length")
 
 
 def _sw_per_token(layer: LayerDescription, kv_dtype: str, tp: int, model_dtype: str,
