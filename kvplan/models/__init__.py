@@ -31,6 +31,7 @@ from kvplan.models.chatglm import describe_chatglm
 from kvplan.models.description import ModelDescription
 from kvplan.models.drafts import is_draft_architecture, mtp_draft
 from kvplan.models.exaone import describe_exaone
+from kvplan.models.flint import describe_flint
 from kvplan.models.internlm2 import describe_internlm2
 from kvplan.models.minicpm3 import describe_minicpm3
 from kvplan.models.nemotron_nas import describe_nemotron_nas
@@ -101,6 +102,7 @@ _BY_ARCH: dict[str, _Adapter] = {
     "InternLM2ForCausalLM": describe_internlm2,
     "MiniCPM3ForCausalLM": describe_minicpm3,
     "DeciLMForCausalLM": describe_nemotron_nas,
+    "FlintForCausalLM": describe_flint,  # vLLM 0.33+
     "PanguEmbeddedForCausalLM": describe_openpangu,
     "PanguProMoEV2ForCausalLM": describe_openpangu,
     "PanguUltraMoEForCausalLM": describe_openpangu,
@@ -144,6 +146,7 @@ _BY_MODEL_TYPE: dict[str, _Adapter] = {
     "chatglm": describe_chatglm, "exaone": describe_exaone,
     "internlm2": describe_internlm2, "minicpm3": describe_minicpm3,
     "nemotron-nas": describe_nemotron_nas,
+    "flint": describe_flint,
     "PanguEmbedded": describe_openpangu, "pangu_ultra_moe": describe_openpangu,
     "deepseek_vl_v2": deepseek.describe_deepseek,
     "kimi_linear": kimi.describe_kimi_linear,

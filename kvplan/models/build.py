@@ -384,6 +384,20 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
         raise UnsupportedError(f"{layer.name}: {exc}") from None
 
 
+def _check_flint(backends: list[Backend | None], model_dtype: str, kv_dtype: str) -> None:
+    """vLLM: models/flint/model.py FlintAttention asserts a FlashInfer impl, a bfloat16 model and
+    an auto / bfloat16 KV cache (its fused kernels write the cache themselves)."""
+    if any(b is not Backend.FLASHINFER for b in backends):
+        picked = next(b for b in backends if b is not Backend.FLASHINFER)
+        raise UnsupportedError(f"Flint runs only on FlashInfer attention; vLLM would pick "
+                               f"{picked.value if picked else 'none'} here and fail its assertion",
+                               hint="pass --attention-backend FLASHINFER")
+    if model_dtype != "bfloat16" or kv_dtype not in ("auto", "bfloat16"):
+        raise UnsupportedError(f"Flint needs a bfloat16 model and KV cache (got dtype {model_dtype}"
+                               f", KV cache {kv_dtype}); vLLM's Flint attention asserts both",
+                               hint="use --dtype auto and --kv-cache-dtype auto")
+
+
 def _check_sink_layer(layer: LayerDescription, *, tp: int, block_size: int) -> None:
     """What vLLM refuses at start-up for a static-sink layer: KV heads fewer than the TP size
     (models/openpangu.py OpenPanguSinkAttention: no replication) and sink tokens that are not
@@ -491,7 +505,7 @@ def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
 
 
 # vLLM: model_executor/models/registry.py — architectures a release does not register yet
-ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0"}
+ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0", "FlintForCausalLM": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -582,6 +596,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                   sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
+    if target.family == "flint":
+        _check_flint(target_backends, model_dtype, kv_dtype)
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
     distinct: list[Backend] = []
     for b in [*target_backends, *draft_backends]:

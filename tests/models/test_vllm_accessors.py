@@ -34,6 +34,8 @@ GENERIC_DIFFERS = {
     "deepseek-ai--DeepSeek-V4-Pro": "DeepSeek-V4's compress-ratio MLA: kvplan.models.deepseek_v4",
     "moonshotai--Kimi-Linear-48B-A3B-Instruct": "vLLM reads it with its own KimiLinearConfig "
         "(no layer_types); transformers' class derives them: kvplan.models.kimi",
+    "handmade--flint-defaults": "vLLM reads it with its own FlintConfig (absent layer_types: all "
+        "full); transformers 5.24's class derives a sliding pattern: kvplan.models.flint",
 }
 
 
