@@ -35,11 +35,15 @@ def _window(cfg: Cfg, default: int | None, *, halve_if_bidirectional: bool) -> i
     return sw
 
 
-def _types(cfg: Cfg, n: int, pattern: int) -> list[str]:
+def _types(cfg: Cfg, n: int, pattern: int, family: str) -> list[str]:
+    """layer_types, else transformers' pattern: sliding unless (i + 1) % pattern == 0; only
+    sliding / full attention are known to these families."""
     types = layer_types(cfg, n)
     if types is None:
-        # transformers: sliding unless (i + 1) % pattern == 0
         types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
+    for t in types:
+        if t not in ("sliding_attention", "full_attention"):
+            raise unsupported_layer_type(cfg, "layer_types", t, family)
     return types
 
 
@@ -57,13 +61,11 @@ def describe_gemma2_3(top: Cfg, hf_quant_config: dict | None, *, family: str) ->
         pattern = text.get_int("sliding_window_pattern", 6) or 6
         bidirectional = bool(text.get("use_bidirectional_attention", False))
     sw = _window(text, 4096, halve_if_bidirectional=bidirectional)
-    types = _types(text, n, pattern)
+    types = _types(text, n, pattern, family)
     kv = kv_heads_of(text, 4)
     hd = head_dim_of(text, default=256)
     layers = []
     for i, t in enumerate(types):
-        if t not in ("sliding_attention", "full_attention"):
-            raise unsupported_layer_type(text, "layer_types", t, family)
         window = sw if t == "sliding_attention" else None
         layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=window))
     return finish(top, text, family=family, layers=layers,
@@ -84,7 +86,7 @@ def describe_gemma4(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     n = num_layers_of(text)
     bidirectional = text.get("use_bidirectional_attention") == "all"
     sw = _window(text, 512, halve_if_bidirectional=bidirectional)  # Gemma4TextConfig: 512
-    types = _types(text, n, 6)
+    types = _types(text, n, 6, "gemma4")
     if types and types[-1] != "full_attention":
         # Gemma4TextConfig.__post_init__ forces the last layer to full attention
         text.warn("layer_types[-1] is not full_attention: transformers forces it to full")
@@ -100,8 +102,6 @@ def describe_gemma4(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     first_shared = n - shared
     layers: list[LayerDescription] = []
     for i, t in enumerate(types):
-        if t not in ("sliding_attention", "full_attention"):
-            raise unsupported_layer_type(text, "layer_types", t, "gemma4")
         if shared > 0 and i >= first_shared:
             if t not in types[:first_shared]:
                 raise text.error(f"layer {i} shares the KV cache of an earlier {t} layer, but "
@@ -133,18 +133,13 @@ def describe_gemma3n(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     text = text_cfg(top)
     n = num_layers_of(text)
     sw = text.get_int("sliding_window", 512)
-    types = layer_types(text, n)
-    if types is None:
-        # Gemma3nTextConfig.__post_init__: full when (i + 1) % 5 == 0, else sliding
-        types = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(n)]
+    types = _types(text, n, 5, "gemma3n")  # Gemma3nTextConfig.__post_init__: every 5th full
     kv = kv_heads_of(text, 2)
     hd = head_dim_of(text, default=256)
     shared = text.get_int("num_kv_shared_layers", 15, minimum=0) or 0
     first_shared = n - shared
     layers: list[LayerDescription] = []
     for i, t in enumerate(types):
-        if t not in ("sliding_attention", "full_attention"):
-            raise unsupported_layer_type(text, "layer_types", t, "gemma3n")
         sliding = t == "sliding_attention"
         if i >= first_shared and first_shared - (2 if sliding else 1) >= 0:
             layers.append(no_kv(i, attn_name(i)))
