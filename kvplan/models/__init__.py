@@ -114,6 +114,9 @@ _LFM3 = _Ref("lfm2", "describe_lfm3")
 _OLMO_HYBRID = _Ref("olmo", "describe_olmo_hybrid")
 _ZAMBA2 = _Ref("zyphra", "describe_zamba2")
 _ZAYA = _Ref("zyphra", "describe_zaya")
+_GEMMA3N = _Ref("gemma", "describe_gemma3n")
+_FLINT = _Ref("flint", "describe_flint")
+_OPENPANGU = _Ref("openpangu", "describe_openpangu")
 _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
@@ -202,6 +205,12 @@ _BY_ARCH = _Adapters({
     "OlmoHybridForCausalLM": _OLMO_HYBRID,
     "Zamba2ForCausalLM": _ZAMBA2,
     "ZayaForCausalLM": _ZAYA,  # vLLM 0.34 only
+    "Gemma3nForCausalLM": _GEMMA3N,
+    "Gemma3nForConditionalGeneration": _GEMMA3N,
+    "FlintForCausalLM": _FLINT,  # vLLM 0.33+
+    "PanguEmbeddedForCausalLM": _OPENPANGU,
+    "PanguProMoEV2ForCausalLM": _OPENPANGU,
+    "PanguUltraMoEForCausalLM": _OPENPANGU,
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -231,6 +240,8 @@ _BY_MODEL_TYPE = _Adapters({
     "lfm2_moe": _LFM2_MOE, "lfm2_vl": _LFM2_VL,
     "lfm3": _LFM3, "lfm3_vl": _LFM3, "lfm3_audio": _LFM3,
     "olmo_hybrid": _OLMO_HYBRID, "zamba2": _ZAMBA2, "zaya": _ZAYA,
+    "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N, "flint": _FLINT,
+    "PanguEmbedded": _OPENPANGU, "pangu_ultra_moe": _OPENPANGU,
 })
 
 

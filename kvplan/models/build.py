@@ -398,6 +398,7 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
     elif kind is LayerKind.ENCODER_ONLY:
         spec = EncoderOnlyAttentionSpec(**common)  # type: ignore[arg-type]
     elif kind is LayerKind.SINK_FULL_ATTENTION:
+        _check_sink_layer(layer, tp=tp, block_size=block_size)
         spec = SinkFullAttentionSpec(sink_len=layer.sink_len, **common)  # type: ignore[arg-type]
     else:
         spec = FullAttentionSpec(**common)  # type: ignore[arg-type]
@@ -405,6 +406,37 @@ def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, 
         return customize_spec(backend, spec)
     except ValueError as exc:
         raise UnsupportedError(f"{layer.name}: {exc}") from None
+
+
+def _check_flint(backends: list[Backend | None], model_dtype: str, kv_dtype: str) -> None:
+    """vLLM: models/flint/model.py FlintAttention asserts a FlashInfer impl, a bfloat16 model and
+    an auto / bfloat16 KV cache (its fused kernels write the cache themselves)."""
+    if any(b is not Backend.FLASHINFER for b in backends):
+        picked = next(b for b in backends if b is not Backend.FLASHINFER)
+        raise UnsupportedError(f"Flint runs only on FlashInfer attention; vLLM would pick "
+                               f"{picked.value if picked else 'none'} here and fail its assertion",
+                               hint="pass --attention-backend FLASHINFER")
+    if model_dtype != "bfloat16" or kv_dtype not in ("auto", "bfloat16"):
+        raise UnsupportedError(f"Flint needs a bfloat16 model and KV cache (got dtype {model_dtype}"
+                               f", KV cache {kv_dtype}); vLLM's Flint attention asserts both",
+                               hint="use --dtype auto and --kv-cache-dtype auto")
+
+
+def _check_sink_layer(layer: LayerDescription, *, tp: int, block_size: int) -> None:
+    """What vLLM refuses at start-up for a static-sink layer: KV heads fewer than the TP size
+    (models/openpangu.py OpenPanguSinkAttention: no replication) and sink tokens that are not
+    whole blocks (v1/core/single_type_kv_cache_manager.py SinkFullAttentionManager)."""
+    assert layer.num_kv_heads is not None
+    if layer.num_kv_heads < tp:
+        raise UnsupportedError(
+            f"{layer.name}: {layer.num_kv_heads} KV heads is less than tensor parallel size {tp}; "
+            "vLLM's sink attention does not replicate KV heads",
+            hint=f"use a tensor parallel size of at most {layer.num_kv_heads}")
+    if layer.sink_len and layer.sink_len % block_size:
+        raise UnsupportedError(
+            f"{layer.name}: {layer.sink_len} sink tokens are not a whole number of "
+            f"{block_size}-token blocks (vLLM's SinkFullAttentionManager asserts it)",
+            hint="pick a --block-size that divides the sink length")
 
 
 def _sw_per_token(layer: LayerDescription, kv_dtype: str, tp: int, model_dtype: str,
@@ -532,7 +564,8 @@ ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "Nemotron3_5TranscribeForConditionalGeneration": "0.34.0",
                       "AliceAIForCausalLM": "0.33.0",
                       "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
-                      "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0"}
+                      "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0",
+                      "FlintForCausalLM": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -633,6 +666,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                   sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
+    if target.family == "flint":
+        _check_flint(target_backends, model_dtype, kv_dtype)
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
     distinct: list[Backend] = []
     for b in [*target_backends, *draft_backends]:

@@ -55,6 +55,13 @@ REASONS: dict[tuple[str, str], str] = {
     ("google--gemma-4-26B-A4B", "kinds"):
         "Gemma 4: the last num_kv_shared_layers layers read an earlier layer's cache "
         "(kv_sharing_target_layer_name) and own none",
+    ("handmade--gemma-3n-defaults", "kinds"):
+        "Gemma 3n: the last num_kv_shared_layers layers read an earlier layer's cache "
+        "(models/gemma3n.py kv_sharing_target_layer_name) and own none",
+    ("handmade--flint-defaults", "kinds"):
+        "Flint: vLLM reads it with its own FlintConfig (transformers_utils/configs, registered for "
+        "model_type flint), whose absent layer_types means all full attention; transformers "
+        "5.24's FlintConfig derives a sliding pattern instead (vllm_accessors_0.34.0.json: all full)",
     ("XiaomiMiMo--MiMo-V2-Flash", "layer_heads"):
         "MiMo-V2: sliding layers use swa_num_key_value_heads / swa_head_dim "
         "(models/mimo_v2_flash.py), the generic accessors give the full layers' numbers",
@@ -98,7 +105,7 @@ def _describe(name: str) -> tuple[ModelDescription, dict[str, Any]]:
 # its own or the checkpoint's remote code; their fast adapters are checked by hand-worked tests
 # (tests/config/test_<family>.py) instead
 NO_TRANSFORMERS_CLASS = {"chatglm", "internlm2", "nemotron-nas", "deepseek_vl_v2", "kimi_k3",
-                         "lfm3_audio"}
+                         "lfm3_audio", "PanguEmbedded"}
 # caches a decoder layer owns beside its attention (vLLM registers them as layers of their own)
 SIDE_CACHES = {LayerKind.MLA_INDEXER, LayerKind.COMPRESSOR_STATE, LayerKind.KPOOL_TAIL}
 

@@ -36,6 +36,8 @@ GENERIC_DIFFERS = {
         "(no layer_types); transformers' class derives them: kvplan.models.kimi",
     "handmade--Inkling": "vLLM reads it with its own InklingMMConfig (per-layer SWA heads the "
                          "generic accessors do not give): kvplan.models.inkling",
+    "handmade--flint-defaults": "vLLM reads it with its own FlintConfig (absent layer_types: all "
+        "full); transformers 5.24's class derives a sliding pattern: kvplan.models.flint",
 }
 
 
