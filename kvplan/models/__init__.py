@@ -103,6 +103,9 @@ _NEMOTRON_NAS = _Ref("nemotron_nas", "describe_nemotron_nas")
 _KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
 _DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
 _DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
+_WHISPER = _Ref("encdec", "describe_whisper")
+_CANARY = _Ref("encdec", "describe_canary")
+_COHERE_ASR = _Ref("encdec", "describe_cohere_asr")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -162,6 +165,10 @@ _BY_ARCH = _Adapters({
     "MiniMaxM3SparseForConditionalGeneration": _MINIMAX_M3_SPARSE,
     # vLLM: gemma4_unified.py — encoder-free towers, the same Gemma4ForCausalLM language model
     "Gemma4UnifiedForConditionalGeneration": _GEMMA4,
+    # encoder-decoder speech models: decoder self- and cross-attention (models/encdec.py)
+    "WhisperForConditionalGeneration": _WHISPER,
+    "CanaryForConditionalGeneration": _CANARY,  # vLLM 0.34 only
+    "CohereAsrForConditionalGeneration": _COHERE_ASR,
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -187,6 +194,7 @@ _BY_MODEL_TYPE = _Adapters({
     "deepseek_vl_v2": _DEEPSEEK,
     "kimi_linear": _KIMI_LINEAR,
     "deepseek_v4": _DEEPSEEK_V4,
+    "whisper": _WHISPER, "canary": _CANARY, "cohere_asr": _COHERE_ASR,
 })
 
 
