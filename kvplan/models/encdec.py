@@ -50,33 +50,24 @@ def describe_whisper(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     (CrossAttention) with decoder_attention_heads heads of d_model // heads. The max length is
     max_target_positions (WhisperConfig has no max_position_embeddings). Layer names are vLLM's
     (the model is built with prefix "", and the layer lambda appends ".layers")."""
-    cls = "WhisperConfig (transformers)"
-    n = class_int(top, ("decoder_layers",), 4, cls)  # not num_hidden_layers: the encoder's
-    heads = class_int(top, ("decoder_attention_heads",), 6, cls)
-    hidden = class_int(top, ("d_model",), 384, cls)
-    _whole_heads(top, hidden, heads, "d_model", "decoder_attention_heads")
-    lengths = {"max_target_positions": class_int(top, ("max_target_positions",), 448, cls)}
-    layers = decoder_layers(n, heads=heads, hidden=hidden,
-                            self_name=".decoder.layers.{}.layers.self_attn.attn",
-                            cross_name=".decoder.layers.{}.layers.encoder_attn.attn")
-    return _model(top, top, hf_quant_config, family="whisper", layers=layers, lengths=lengths)
+    # decoder_layers, not num_hidden_layers (the attribute map points it at the encoder's)
+    return _class_model(top, top, hf_quant_config, "whisper", "WhisperConfig (transformers)",
+                        ("decoder_layers", "decoder_attention_heads", "d_model", 4, 6, 384),
+                        ("max_target_positions", 448),
+                        (".decoder.layers.{}.layers.self_attn.attn",
+                         ".decoder.layers.{}.layers.encoder_attn.attn"))
 
 
 def describe_canary(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     """vLLM: models/canary.py CanaryDecoderLayer (CohereASRAttention / CrossAttention over
     hf_config.decoder_config). The text config is decoder_config (CanaryConfig.get_text_config):
     its max_position_embeddings is the max length. Defaults: CanaryDecoderConfig."""
-    cls = "CanaryDecoderConfig (transformers)"
     dec = top.sub("decoder_config") or Cfg({}, top.source, "decoder_config.", top.warnings)
-    n = class_int(dec, ("num_hidden_layers",), 8, cls)
-    heads = class_int(dec, ("num_attention_heads",), 8, cls)
-    hidden = class_int(dec, ("hidden_size",), 1024, cls)
-    _whole_heads(dec, hidden, heads, "hidden_size", "num_attention_heads")
-    lengths = {"max_position_embeddings": class_int(dec, ("max_position_embeddings",), 1024, cls)}
-    layers = decoder_layers(n, heads=heads, hidden=hidden,
-                            self_name="model.decoder.layers.{}.self_attn.attn",
-                            cross_name="model.decoder.layers.{}.encoder_attn.attn")
-    return _model(top, dec, hf_quant_config, family="canary", layers=layers, lengths=lengths)
+    return _class_model(top, dec, hf_quant_config, "canary", "CanaryDecoderConfig (transformers)",
+                        ("num_hidden_layers", "num_attention_heads", "hidden_size", 8, 8, 1024),
+                        ("max_position_embeddings", 1024),
+                        ("model.decoder.layers.{}.self_attn.attn",
+                         "model.decoder.layers.{}.encoder_attn.attn"))
 
 
 def describe_cohere_asr(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
@@ -91,10 +82,11 @@ def describe_cohere_asr(top: Cfg, hf_quant_config: dict | None) -> ModelDescript
     if dec is None:
         raise top.error("required field 'transf_decoder.config_dict' is missing from "
                         "config.json (vLLM's cohere_asr.py reads the decoder from it)")
-    n = dec.req_int("num_layers", "the decoder layers")
-    heads = dec.req_int("num_attention_heads", "the decoder KV heads")
-    hidden = dec.req_int("hidden_size", "the decoder head size")
-    _whole_heads(dec, hidden, heads, "hidden_size", "num_attention_heads")
+    layers = _decoder(dec, "vLLM's cohere_asr.py", ("num_layers", "num_attention_heads",
+                                                   "hidden_size"), (None, None, None),
+                      ("decoder.layers.{}.layers.first_sub_layer.attn",
+                       "decoder.layers.{}.layers.second_sub_layer.attn"))
+    heads = layers[0].num_kv_heads  # num_layers ≥ 1 (required)
     enc = top.sub("encoder")
     enc_heads = enc.get_int("n_heads", None) if enc is not None else None
     if enc_heads is not None and enc_heads != heads:
@@ -103,11 +95,27 @@ def describe_cohere_asr(top: Cfg, hf_quant_config: dict | None) -> ModelDescript
                         "have the same number of kv heads'")
     lengths = {"max_position_embeddings": class_int(top, ("max_position_embeddings",), 1024,
                                                     "CohereAsrConfig (transformers)")}
-    layers = decoder_layers(n, heads=heads, hidden=hidden,
-                            self_name="decoder.layers.{}.layers.first_sub_layer.attn",
-                            cross_name="decoder.layers.{}.layers.second_sub_layer.attn")
     return _model(top, top, hf_quant_config, family="cohere_asr", layers=layers,
                   lengths=lengths)
+
+
+def _class_model(top: Cfg, dec: Cfg, quant: dict | None, family: str, cls: str,
+                 fields: tuple[str, str, str, int, int, int], length: tuple[str, int],
+                 names: tuple[str, str]) -> ModelDescription:
+    """A decoder whose (layers, heads, hidden size) and max-length fields have class defaults."""
+    layers = _decoder(dec, cls, fields[:3], fields[3:], names)
+    lengths = {length[0]: class_int(dec, (length[0],), length[1], cls)}
+    return _model(top, dec, quant, family=family, layers=layers, lengths=lengths)
+
+
+def _decoder(cfg: Cfg, cls: str, keys: tuple[str, str, str],
+             defaults: tuple[int | None, int | None, int | None],
+             names: tuple[str, str]) -> list[LayerDescription]:
+    """The decoder's KV layers from its (layers, heads, hidden size) fields, each with the
+    config class's default (None: required)."""
+    n, heads, hidden = (class_int(cfg, (k,), d, cls) for k, d in zip(keys, defaults, strict=True))
+    _whole_heads(cfg, hidden, heads, keys[2], keys[1])
+    return decoder_layers(n, heads=heads, hidden=hidden, self_name=names[0], cross_name=names[1])
 
 
 def _whole_heads(cfg: Cfg, hidden: int, heads: int, hidden_key: str, heads_key: str) -> None:

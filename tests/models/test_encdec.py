@@ -90,6 +90,9 @@ def test_canary_and_cohere_layers_by_hand() -> None:
 def test_cohere_asr_refusals() -> None:
     with pytest.raises(ConfigError, match="transf_decoder"):
         describe_model({**COHERE, "transf_decoder": {}}, source="hand-made")
+    no_layers = {"hidden_size": 1024, "num_attention_heads": 8}  # vLLM has no default for it
+    with pytest.raises(ConfigError, match="num_layers"):
+        describe_model({**COHERE, "transf_decoder": {"config_dict": no_layers}}, source="hm")
     with pytest.raises(ConfigError, match="same number of kv heads"):
         describe_model({**COHERE, "encoder": {"n_heads": 4}}, source="hand-made")
 
