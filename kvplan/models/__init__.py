@@ -117,6 +117,9 @@ _ZAYA = _Ref("zyphra", "describe_zaya")
 _GEMMA3N = _Ref("gemma", "describe_gemma3n")
 _FLINT = _Ref("flint", "describe_flint")
 _OPENPANGU = _Ref("openpangu", "describe_openpangu")
+_WHISPER = _Ref("encdec", "describe_whisper")
+_CANARY = _Ref("encdec", "describe_canary")
+_COHERE_ASR = _Ref("encdec", "describe_cohere_asr")
 _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
@@ -211,6 +214,10 @@ _BY_ARCH = _Adapters({
     "PanguEmbeddedForCausalLM": _OPENPANGU,
     "PanguProMoEV2ForCausalLM": _OPENPANGU,
     "PanguUltraMoEForCausalLM": _OPENPANGU,
+    # encoder-decoder speech models: decoder self- and cross-attention (models/encdec.py)
+    "WhisperForConditionalGeneration": _WHISPER,
+    "CanaryForConditionalGeneration": _CANARY,  # vLLM 0.34 only
+    "CohereAsrForConditionalGeneration": _COHERE_ASR,
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -242,6 +249,7 @@ _BY_MODEL_TYPE = _Adapters({
     "olmo_hybrid": _OLMO_HYBRID, "zamba2": _ZAMBA2, "zaya": _ZAYA,
     "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N, "flint": _FLINT,
     "PanguEmbedded": _OPENPANGU, "pangu_ultra_moe": _OPENPANGU,
+    "whisper": _WHISPER, "canary": _CANARY, "cohere_asr": _COHERE_ASR,
 })
 
 

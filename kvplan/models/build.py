@@ -49,7 +49,7 @@ from kvplan.engine.state_shapes import (
     short_conv_state_shapes,
     single_state_dtype,
 )
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.errors import InputError, StartupError, UnsupportedError
 from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
 from kvplan.models.max_len import verify_max_model_len
 from kvplan.models.parallel import get_pp_indices
@@ -224,6 +224,34 @@ def default_max_num_batched_tokens(total_bytes: int | None, gpu_name: str, sm: i
     return 2048
 
 
+def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: int) -> int:
+    """Encoder-decoder models run without chunked prefill (ModelConfig.
+    is_chunked_prefill_supported), which changes max_num_batched_tokens and with it the
+    cross-attention demand (SchedulerConfig: max_num_encoder_input_tokens = it).
+
+    vLLM: EngineArgs._set_default_max_num_seqs_and_batched_tokens_args — a default is raised to
+    max_model_len, then capped at max_num_seqs × max_model_len; SchedulerConfig.
+    verify_max_model_len refuses a given value below max_model_len; and such a model is not
+    SupportsPP (ModelConfig.verify_with_parallel_config)."""
+    if dep.pipeline_parallel_size > 1:
+        raise StartupError("vLLM would raise NotImplementedError: Pipeline parallelism is not "
+                           "supported for this model. Supported models implement the "
+                           "`SupportsPP` interface.", hint="drop --pipeline-parallel-size")
+    if dep.max_num_batched_tokens is not None:
+        if mnbt < max_model_len:
+            raise StartupError(
+                f"vLLM would raise ValueError: max_num_batched_tokens ({mnbt}) is smaller than "
+                f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
+                "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+                "increase max_num_batched_tokens or decrease max_model_len.",
+                hint=f"use --max-num-batched-tokens {max_model_len} or more")
+        return mnbt
+    # vLLM: get_batch_defaults — max_num_seqs 1024 on the tiers with the larger token defaults
+    seqs = dep.max_num_seqs or (1024 if default_max_num_batched_tokens(
+        dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm) > 2048 else 256)
+    return min(seqs * max_model_len, max(max_model_len, mnbt))
+
+
 def kv_heads_per_rank(total: int, tp: int, what: str) -> int:
     """vLLM: ModelConfig.get_num_kv_heads — max(1, heads // tp); replicated when tp > heads."""
     if total % tp and tp % total:
@@ -325,8 +353,30 @@ def _attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment, 
         # FLASH_ATTN_DIFFKV where FA3/FA4 exist (SM90, SM10x), else TRITON_ATTN_DIFFKV
         fa = dep.sm is not None and (dep.sm == 90 or 100 <= dep.sm < 110)
         return Backend.FLASH_ATTN if fa else Backend.TRITON_ATTN
+    if layer.kind is LayerKind.CROSS_ATTENTION:
+        return _cross_attention_backend(layer, kv_dtype, dep, override)
     return select_backend(kv_cache_dtype=kv_dtype, is_mla=is_mla, sm=dep.sm, causal=causal,
                           override=override, head_size=layer.head_size)
+
+
+# vLLM: <Backend>.supports_attn_type(ENCODER_DECODER) — FlashInfer and Flex keep the default
+# (decoder only)
+ENCODER_DECODER_BACKENDS = (Backend.FLASH_ATTN, Backend.TRITON_ATTN)
+
+
+def _cross_attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment,
+                             override: str | None) -> Backend:
+    """vLLM: CrossAttention.__init__ → get_attn_backend(attn_type=ENCODER_DECODER): the CUDA
+    priority of a non-causal layer, skipping backends without encoder-decoder support."""
+    backend = select_backend(kv_cache_dtype=kv_dtype, is_mla=False, sm=dep.sm, causal=False,
+                             override=override, head_size=layer.head_size)
+    if backend in ENCODER_DECODER_BACKENDS:
+        return backend
+    if override is None and not kv_quant_mode(kv_dtype).is_nvfp4:
+        return Backend.TRITON_ATTN  # the next one that takes this KV dtype
+    raise UnsupportedError(f"{layer.name}: no attention backend runs cross-attention "
+                           f"(ENCODER_DECODER) with {override or kv_dtype}",
+                           hint="use FLASH_ATTN or TRITON_ATTN and a bf16/fp16/fp8 KV dtype")
 
 
 def _attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, tp: int,
@@ -565,7 +615,8 @@ ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "AliceAIForCausalLM": "0.33.0",
                       "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
                       "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0",
-                      "FlintForCausalLM": "0.33.0"}
+                      "FlintForCausalLM": "0.33.0",
+                      "CanaryForConditionalGeneration": "0.34.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -622,6 +673,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                          hint="pass --max-model-len")
     mnbt = dep.max_num_batched_tokens or default_max_num_batched_tokens(
         dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
+    if target.is_encoder_decoder:
+        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
     mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
     ctx = _Ctx(profile, dep, model_dtype, mamba_mode, k, max_model_len,
                resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target, profile), warnings)

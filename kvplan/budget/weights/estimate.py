@@ -513,6 +513,8 @@ def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | No
     c = _Cfg(config)
     warnings: list[str] = []
     model_type = str(c.get("model_type", default="")).lower()
+    if model_type == "whisper":
+        return _whisper_tensors(c), warnings, int(c.req("decoder_layers"))
     hidden = int(c.req("hidden_size", "n_embd", "d_model"))
     layers = int(c.req("num_hidden_layers", "n_layer", "num_layers"))
     vocab = int(c.req("vocab_size"))
@@ -594,6 +596,46 @@ def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | No
         else:
             warnings.append("vision_config present but its size is not estimated")
     return t, warnings, layers
+
+
+def _whisper_tensors(c: _Cfg) -> list[VirtualTensor]:
+    """WhisperForConditionalGeneration's checkpoint (transformers modeling_whisper): conv stem,
+    learned encoder/decoder positions, pre-LN layers (attention k_proj without bias), the
+    decoder's cross-attention; proj_out is tied to the token embedding."""
+    d = int(c.req("d_model"))
+    vocab, mels = int(c.req("vocab_size")), int(c.get("num_mel_bins", default=80))
+    t = [VirtualTensor("model.encoder.conv1.weight", (d, mels, 3), "param"),
+         VirtualTensor("model.encoder.conv1.bias", (d,), "param"),
+         VirtualTensor("model.encoder.conv2.weight", (d, d, 3), "param"),
+         VirtualTensor("model.encoder.conv2.bias", (d,), "param"),
+         VirtualTensor("model.encoder.embed_positions.weight",
+                       (int(c.get("max_source_positions", default=1500)), d), "param"),
+         VirtualTensor("model.decoder.embed_tokens.weight", (vocab, d), "embed"),
+         VirtualTensor("model.decoder.embed_positions.weight",
+                       (int(c.get("max_target_positions", default=448)), d), "param")]
+
+    def attn(p: str) -> list[VirtualTensor]:
+        return [VirtualTensor(f"{p}.{n}_proj.weight", (d, d), "linear") for n in "qkvo"] + [
+            VirtualTensor(f"{p}.{n}_proj.bias", (d,), "param") for n in "qvo"]
+
+    for side in ("encoder", "decoder"):
+        ffn = int(c.req(f"{side}_ffn_dim"))
+        for i in range(int(c.req(f"{side}_layers"))):
+            p = f"model.{side}.layers.{i}"
+            t += attn(f"{p}.self_attn")
+            norms = ["self_attn_layer_norm", "final_layer_norm"]
+            if side == "decoder":
+                t += attn(f"{p}.encoder_attn")
+                norms.append("encoder_attn_layer_norm")
+            t += [VirtualTensor(f"{p}.fc1.weight", (ffn, d), "linear"),
+                  VirtualTensor(f"{p}.fc1.bias", (ffn,), "param"),
+                  VirtualTensor(f"{p}.fc2.weight", (d, ffn), "linear"),
+                  VirtualTensor(f"{p}.fc2.bias", (d,), "param")]
+            t += [VirtualTensor(f"{p}.{n}.{w}", (d,), "norm") for n in norms
+                  for w in ("weight", "bias")]
+        t += [VirtualTensor(f"model.{side}.layer_norm.{w}", (d,), "norm")
+              for w in ("weight", "bias")]
+    return t
 
 
 class ParamCounts(_Frozen):
