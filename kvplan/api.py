@@ -54,6 +54,8 @@ class CheckOptions(TypedDict, total=False):
     mamba_ssm_cache_dtype: str
     attention_backend: str | None
     num_gpu_blocks_override: int | None
+    runner: str  # vLLM's --runner: auto, generate, pooling
+    convert: str  # vLLM's --convert: auto, none, embed, classify
     kv_cache_memory: int | str | None  # per GPU: bytes or "20GiB"
     available_kv_gib: float | None
     gpu: str | None
@@ -193,6 +195,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         mamba_ssm_cache_dtype=o.get("mamba_ssm_cache_dtype", "auto"),
         attention_backend=o.get("attention_backend"),
         num_gpu_blocks_override=o.get("num_gpu_blocks_override"),
+        runner=o.get("runner", "auto"), convert=o.get("convert", "auto"),
         speculative_method=o.get("speculative_method") or spec.get("method"),
         num_speculative_tokens=o.get("num_speculative_tokens", 0)
         or int(spec.get("num_speculative_tokens") or 0),

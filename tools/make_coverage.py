@@ -59,9 +59,11 @@ def classify(arch: str, entry: dict, fast: dict[str, str]) -> tuple[str, str, st
             return path, owner, ""
     if cats <= POOLING or (cats == {"transformers_backend"}
                            and re.search(r"Embedding|Classification", arch)):
-        return ("refused:pooling-only", "",
-                f"vLLM serves {arch} only as a pooling model; it has no KV cache plan for "
-                "generation")
+        # decoder-based pooling models keep a KV cache in vLLM, encoders have none; both are
+        # planned once an adapter reads the config (kvplan.models.pooling)
+        return ("refused:needs-adapter", "",
+                f"{arch} is a pooling model kvplan has no adapter for yet (vLLM allocates a KV "
+                "cache for decoder-based ones, none for encoder-only ones)")
     if "speculative_decoding" in cats and is_draft_architecture((arch,)):
         return ("draft:separate-head", "",
                 "a separate draft head: give it as the draft (--draft / --speculative-config)")

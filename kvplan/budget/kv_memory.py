@@ -272,15 +272,19 @@ def _moe_workspace_bytes(max_num_batched_tokens: int, num_experts_per_tok: int,
 def estimate_activation_bytes(*, max_num_batched_tokens: int, max_num_seqs: int, hidden_size: int,
                               vocab_size: int, tp: int = 1, intermediate_size: int | None = None,
                               moe_intermediate_size: int | None = None,
-                              num_experts_per_tok: int = 0) -> tuple[int, str]:
-    """Peak transient torch memory of the profile run (dummy forward + dummy sampler)."""
-    sampler = ACT_SAMPLER_BYTES_PER_LOGIT * max_num_seqs * vocab_size
+                              num_experts_per_tok: int = 0, pooling: bool = False
+                              ) -> tuple[int, str]:
+    """Peak transient torch memory of the profile run (dummy forward + dummy sampler; a pooling
+    model runs the pooler instead: vLLM v1/worker/gpu/model_runner.py profile_run)."""
+    sampler = 0.0 if pooling else ACT_SAMPLER_BYTES_PER_LOGIT * max_num_seqs * vocab_size
     inter = (intermediate_size or 0) // max(1, tp)
     forward = 2 * max_num_batched_tokens * (3 * inter + 2 * hidden_size)  # MLP peak, bf16
     moe = ACT_MOE_WORKSPACE_COEF * _moe_workspace_bytes(
         max_num_batched_tokens, num_experts_per_tok, moe_intermediate_size or 0, hidden_size, tp)
     total = ACT_BASE_GIB * GiB + max(sampler, forward) + moe
     which = "sampler" if sampler >= forward else "dense forward"
+    if pooling:
+        which += "; pooling runner: no sampler"
     how = (f"{ACT_BASE_GIB} GiB + max(sampler {ACT_SAMPLER_BYTES_PER_LOGIT} B × {max_num_seqs} seqs "
            f"× {vocab_size} vocab, forward 2 B × {max_num_batched_tokens} tokens × (3·I/tp + 2·H))"
            f" [{which}]")
@@ -327,6 +331,7 @@ def estimate_budget(
     gpu_name: str | None = None,
     weights_how: str = "given",
     gpu_memory_override: int | str | None = None,
+    pooling: bool = False,
 ) -> KvBudget:
     """Estimate `available_kv_bytes_per_gpu` the way vLLM's start-up profile would measure it.
 
@@ -378,7 +383,8 @@ def estimate_budget(
     act, act_how = estimate_activation_bytes(
         max_num_batched_tokens=mbt, max_num_seqs=seqs, hidden_size=hidden_size,
         vocab_size=vocab_size, tp=tp, intermediate_size=intermediate_size,
-        moe_intermediate_size=moe_intermediate_size, num_experts_per_tok=num_experts_per_tok)
+        moe_intermediate_size=moe_intermediate_size, num_experts_per_tok=num_experts_per_tok,
+        pooling=pooling)
     terms.append(BudgetTerm(name="activation peak", num_bytes=-act, how=act_how))
     layers_stage = math.ceil(num_layers / pp)
     is_moe = num_experts_per_tok > 0

@@ -134,6 +134,10 @@ def check(
     mamba_ssm_cache_dtype: Annotated[str, Opt("--mamba-ssm-cache-dtype")] = "auto",
     attention_backend: Annotated[str | None, Opt("--attention-backend")] = None,
     num_gpu_blocks_override: Annotated[int | None, Opt("--num-gpu-blocks-override")] = None,
+    runner: Annotated[str, Opt("--runner", help="auto, generate or pooling (embedding, reward, "
+                               "classification models)")] = "auto",
+    convert: Annotated[str, Opt("--convert", help="auto, none, embed or classify (a generation "
+                                "model served as a pooling one)")] = "auto",
     kv_cache_memory: Annotated[str | None, Opt(
         "--kv-cache-memory", "--kv-cache-memory-bytes",
         help="KV cache memory per GPU: bytes or 20GiB, 20G, 1.5TiB")] = None,
@@ -202,7 +206,7 @@ def check(
         available_kv_gib=available_kv_gib, gpu=gpu, gpu_memory=gpu_memory,
         gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
-        explain=explain, hf_overrides=hf_overrides)
+        explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert)
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 

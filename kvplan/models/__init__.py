@@ -124,6 +124,7 @@ _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
 _INKLING = _Ref("inkling", "describe_inkling")
+_ENCODER_ONLY = _Ref("pooling", "describe_encoder_only")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -218,6 +219,44 @@ _BY_ARCH = _Adapters({
     "WhisperForConditionalGeneration": _WHISPER,
     "CanaryForConditionalGeneration": _CANARY,  # vLLM 0.34 only
     "CohereAsrForConditionalGeneration": _COHERE_ASR,
+    # pooling models on their generation counterpart's layers (kvplan.models.pooling)
+    "LlamaModel": _LLAMA,
+    "MistralModel": _MISTRAL,
+    "Qwen2Model": _QWEN2,
+    "Qwen2ForRewardModel": _QWEN2,
+    "Qwen2ForProcessRewardModel": _QWEN2,
+    "Gemma2Model": _GEMMA2,
+    "Gemma3TextModel": _GEMMA3,
+    "InternLM2ForRewardModel": _INTERNLM2,
+    "JambaForSequenceClassification": _JAMBA,
+    "LlamaBidirectionalModel": _LLAMA,
+    "LlamaBidirectionalForSequenceClassification": _LLAMA,
+    "VoyageQwen3BidirectionalEmbedModel": _QWEN3,
+    "DeepseekV3BidirectionalModel": _DEEPSEEK,
+    # encoder-only pooling models: no KV cache
+    "BertModel": _ENCODER_ONLY,
+    "BertForSequenceClassification": _ENCODER_ONLY,
+    "BertForTokenClassification": _ENCODER_ONLY,
+    "BertForMaskedLM": _ENCODER_ONLY,
+    "BertSpladeSparseEmbeddingModel": _ENCODER_ONLY,
+    "BgeM3EmbeddingModel": _ENCODER_ONLY,
+    "RobertaModel": _ENCODER_ONLY,
+    "RobertaForMaskedLM": _ENCODER_ONLY,
+    "RobertaForSequenceClassification": _ENCODER_ONLY,
+    "RobertaForTokenClassification": _ENCODER_ONLY,
+    "XLMRobertaModel": _ENCODER_ONLY,
+    "XLMRobertaForSequenceClassification": _ENCODER_ONLY,
+    "XLMRobertaForTokenClassification": _ENCODER_ONLY,
+    "GteModel": _ENCODER_ONLY,
+    "GteNewModel": _ENCODER_ONLY,
+    "GteNewForSequenceClassification": _ENCODER_ONLY,
+    "NomicBertModel": _ENCODER_ONLY,
+    "ModernBertModel": _ENCODER_ONLY,
+    "ModernBertForSequenceClassification": _ENCODER_ONLY,
+    "ModernBertForTokenClassification": _ENCODER_ONLY,
+    "HF_ColBERT": _ENCODER_ONLY,
+    "ColBERTJinaRobertaModel": _ENCODER_ONLY,
+    "ColBERTModernBertModel": _ENCODER_ONLY,
 })
 
 # model_type → adapter, for configs without a known architecture
@@ -332,7 +371,11 @@ def describe_model(config: Mapping[str, Any], *, source: str,
     adapter = _pick(top)
     quant = dict(hf_quant_config) if hf_quant_config is not None else None
     with malformed_config_guard(source):
-        return adapter(top, quant)
+        desc = adapter(top, quant)
+        if desc.pooling_defaults is None and not desc.draft_method:
+            from kvplan.models.pooling import mark_pooling
+            desc = mark_pooling(desc, top)
+        return desc
 
 
 @contextmanager

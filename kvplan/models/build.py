@@ -53,6 +53,7 @@ from kvplan.errors import InputError, StartupError, UnsupportedError
 from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
 from kvplan.models.max_len import verify_max_model_len
 from kvplan.models.parallel import get_pp_indices
+from kvplan.models.pooling import resolve_runner
 from kvplan.units import (
     KVQuantMode,
     cdiv,
@@ -100,7 +101,10 @@ class Deployment:
     mamba_ssm_cache_dtype: str = "auto"
     attention_backend: str | None = None
     num_gpu_blocks_override: int | None = None
-    async_scheduling: bool = True
+    async_scheduling: bool | None = None  # None: vLLM's default (off for pooling models)
+    enable_chunked_prefill: bool | None = None  # None: vLLM's default for the model
+    runner: str = "auto"  # --runner: auto, generate, pooling (draft plans as generate)
+    convert: str = "auto"  # --convert: auto, none, embed, classify
     disable_hybrid_kv_cache_manager: bool = False
     # speculative decoding
     speculative_method: str | None = None
@@ -157,6 +161,7 @@ class BuildResult:
     max_model_len: int
     max_num_batched_tokens: int
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    runner: str = "generate"  # vLLM's resolved runner type (generate / pooling)
 
 
 # ---- resolution rules -----------------------------------------------------------------------
@@ -671,10 +676,27 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if not max_model_len:
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")
+    pooling = resolve_runner(target, dep.runner, dep.convert)
+    # vLLM: EngineArgs._set_default_chunked_prefill_and_prefix_caching_args
+    chunked = dep.enable_chunked_prefill
+    if chunked is None:
+        chunked = pooling.supports_chunked_prefill if pooling is not None else True
     mnbt = dep.max_num_batched_tokens or default_max_num_batched_tokens(
         dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
     if target.is_encoder_decoder:
         mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
+    if not chunked and dep.max_num_batched_tokens is None:
+        # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
+        mnbt = max(max_model_len, mnbt)
+    # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
+    async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
+                        else pooling is None)
+    if pooling is not None:
+        warnings.append(
+            f"pooling runner (--convert {pooling.convert}, {pooling.seq_pooling_type or '-'}/"
+            f"{pooling.tok_pooling_type} pooling): async scheduling "
+            f"{'on' if async_scheduling else 'off'}, chunked prefill {'on' if chunked else 'off'}"
+            f", max_num_batched_tokens {mnbt}")
     mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
     ctx = _Ctx(profile, dep, model_dtype, mamba_mode, k, max_model_len,
                resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target, profile), warnings)
@@ -709,7 +731,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
 
     # backends per layer (vLLM: the attention layer picks at construction)
     def backend_for(layer: LayerDescription, is_draft: bool) -> Backend | None:
-        if layer.kind.is_state or layer.kind is LayerKind.NO_KV:
+        if layer.kind.is_state or layer.kind in (LayerKind.NO_KV, LayerKind.ENCODER_ONLY):
             return None
         if is_draft:
             return _attention_backend(layer, draft_kv or kv_dtype, dep, causal=draft_causal,
@@ -777,8 +799,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
 
     def spec_for(layer: LayerDescription, backend: Backend | None, *, is_draft: bool,
                  layer_tp: int, layer_kv: str) -> KVCacheSpec | None:
-        if layer.kind is LayerKind.NO_KV:
-            return None
+        if layer.kind in (LayerKind.NO_KV, LayerKind.ENCODER_ONLY):
+            return None  # vLLM: EncoderOnlyAttention.get_kv_cache_spec returns None
         if layer.kind.is_state:
             shapes, dtypes, mtype = _state(layer, ctx, layer_tp)
             ckpt_blocks = 0
@@ -836,7 +858,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise InputError("two layers share a name (target and draft?)")
-    if not plans:
+    if not plans and any(layer.kind is LayerKind.ENCODER_ONLY for layer in target.layers):
+        warnings.append("no KV cache: encoder-only attention (vLLM allocates none and skips the "
+                        "memory check)")
+    elif not plans:
         warnings.append("the model has no KV cache at all (attention-free)")
     workers = tuple({p.name: p.spec for p in plans if p.pp_stage == s} for s in range(pp))
     disable_hybrid = dep.disable_hybrid_kv_cache_manager
@@ -851,7 +876,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         worker_specs=workers, available_kv_bytes=(dep.available_kv_bytes,) * pp,
         max_model_len=max_model_len, max_num_batched_tokens=mnbt,
         auto_fit_max_model_len=dep.auto_fit_max_model_len,
-        async_scheduling=dep.async_scheduling, pipeline_parallel_size=pp,
+        async_scheduling=async_scheduling, pipeline_parallel_size=pp,
         decode_context_parallel_size=dep.decode_context_parallel_size,
         mamba_cache_mode=mamba_mode if state_layers else "none",
         num_speculative_tokens=k, speculative_method=method,
@@ -865,7 +890,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                        kv_cache_dtype=kv_dtype, draft_kv_cache_dtype=draft_kv,
                        model_dtype=model_dtype, mamba_cache_mode=inp.mamba_cache_mode,
                        max_model_len=max_model_len, max_num_batched_tokens=mnbt,
-                       warnings=tuple(warnings))
+                       warnings=tuple(warnings),
+                       runner="generate" if pooling is None else "pooling")
 
 
 __all__ = ["BuildResult", "Deployment", "LayerPlan", "build", "min_kernel_block"]

@@ -181,6 +181,9 @@ class ModelDescription(Frozen):
     # vLLM: use_sparse — DeepSeek sparse attention (DSA): MLA layers take the sparse MLA backends
     sparse_mla: bool = False
     is_encoder_decoder: bool = False
+    # vLLM registers the architecture as a pooling model: its classes' default (seq, tok)
+    # pooling types (kvplan.models.pooling); None: a generation architecture
+    pooling_defaults: tuple[str | None, str] | None = None
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp

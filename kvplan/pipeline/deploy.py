@@ -147,7 +147,7 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
         max_num_batched_tokens=dep.max_num_batched_tokens,
         max_num_seqs=req.deployment.max_num_seqs, enforce_eager=req.enforce_eager,
         gpu_name=getattr(gpu, "name", None), weights_how=how,
-        gpu_memory_override=req.gpu_memory_bytes)
+        gpu_memory_override=req.gpu_memory_bytes, pooling=built.runner == "pooling")
 
 
 def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:

@@ -70,14 +70,24 @@ def test_no_row_is_pending() -> None:
     assert coverage()["DeciLMForCausalLM"].path == "adapter:nemotron_nas"
 
 
-@pytest.mark.parametrize("arch", ["BertModel", "Qwen2ForRewardModel", "JambaForSequenceClassification"])
-def test_pooling_only_rows_refuse_with_their_reason(arch: str) -> None:
-    row = coverage()[arch]
-    assert row.path == "refused:pooling-only"
-    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), [arch])
+@pytest.mark.parametrize(("arch", "path"), [
+    ("BertModel", "adapter:encoder_only"), ("Qwen2ForRewardModel", "adapter:qwen2"),
+    ("JambaForSequenceClassification", "adapter:jamba"), ("MistralModel", "adapter:mistral"),
+    ("GPT2ForSequenceClassification", "generic")])
+def test_pooling_rows_are_planned(arch: str, path: str) -> None:
+    # vLLM runs decoder-based pooling models on causal attention with a KV cache, and encoders
+    # with none: neither is refused any more
+    assert coverage()[arch].path == path
+    assert not any(r.path == "refused:pooling-only" for r in coverage().values())
+
+
+def test_multimodal_pooling_rows_refuse_with_their_reason() -> None:
+    row = coverage()["ColQwen3"]
+    assert row.path == "refused:needs-adapter"
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["ColQwen3"])
     with pytest.raises(UnsupportedError) as info:
         describe_model(config, source="edited")
-    assert f"vLLM serves {arch} only as a pooling model" in info.value.message
+    assert "vLLM allocates its KV cache" in info.value.message
 
 
 def test_hybrid_without_adapter_is_refused_naming_what_is_missing() -> None:

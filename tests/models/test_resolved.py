@@ -100,12 +100,12 @@ def test_mistral_small_3_1_mistral3_wrapper() -> None:
 
 # --- errors that name the real cause --------------------------------------------------------
 
-def test_pooling_only_architecture_is_refused_as_such() -> None:
-    # vLLM 0.34 registers LlamaModel only in _EMBEDDING_MODELS
-    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["LlamaModel"])
+def test_pooling_architecture_without_adapter_is_refused_as_such() -> None:
+    # vLLM 0.34 registers JinaVLForRanking only as a pooling model over Qwen2-VL's language model
+    config = edited("meta-llama--Llama-3.1-8B", ("architectures",), ["JinaVLForRanking"])
     with pytest.raises(UnsupportedError) as info:
         describe_model(config, source="edited")
-    assert "only as a pooling model" in info.value.message
+    assert "multimodal pooling model" in info.value.message
     assert "num_hidden_layers" not in info.value.message
 
 

@@ -1,0 +1,160 @@
+"""Pooling models (embedding, reward, classification): what vLLM's pooling runner changes.
+
+* Decoder-based pooling architectures (LlamaModel, Qwen2ForRewardModel, ...) run their
+  generation counterpart's layers with causal attention: same KV cache specs, same start-up
+  check. They reach the counterpart's adapter; `mark_pooling` records the pooling defaults.
+* Encoder-only / bidirectional ones (BERT, RoBERTa, ModernBERT, LlamaBidirectional, a decoder
+  config with `is_causal: false`, ...) use `EncoderOnlyAttention`, whose get_kv_cache_spec
+  returns None: no KV cache, no memory profiling, no check (vLLM: v1/engine/core.py
+  _initialize_kv_caches, `has_kv_cache` False → available memory 0, no groups). Their attention
+  layers become `LayerKind.ENCODER_ONLY`, which the build gives no spec.
+* `resolve_runner` mirrors ModelConfig._get_runner_type / _get_convert_type and the pooling
+  defaults of `is_chunked_prefill_supported` / `is_prefix_caching_supported`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.errors import InputError
+from kvplan.models._common import Cfg, finish, model_dtype, num_layers_of, text_cfg
+from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
+from kvplan.models.quant import quantization_info
+
+RUNNERS = ("auto", "generate", "pooling", "draft")
+CONVERTS = ("auto", "none", "embed", "classify")
+
+# vLLM registry pooling architectures → (default seq, tok pooling type), from the classes'
+# `default_pooling_type` decorators (model_executor/models/*.py; VllmModelForPooling: LAST / ALL)
+_LAST_ALL = ("LAST", "ALL")
+_CLS_ALL = ("CLS", "ALL")
+DECODER_POOLING: dict[str, tuple[str, str]] = {
+    "LlamaModel": _LAST_ALL, "MistralModel": _LAST_ALL, "Qwen2Model": _LAST_ALL,
+    "Gemma2Model": _LAST_ALL, "Gemma3TextModel": _LAST_ALL,
+    "Qwen2ForRewardModel": _LAST_ALL,  # qwen2_rm.py
+    "Qwen2ForProcessRewardModel": ("LAST", "STEP"),  # qwen2_rm.py
+    "InternLM2ForRewardModel": _LAST_ALL,  # internlm2.py
+    "JambaForSequenceClassification": _LAST_ALL, "GPT2ForSequenceClassification": _LAST_ALL,
+}
+# bidirectional variants of decoders (vLLM sets is_causal False: models/config.py)
+BIDIRECTIONAL_DECODERS: dict[str, tuple[str, str]] = {
+    "LlamaBidirectionalModel": _LAST_ALL, "LlamaBidirectionalForSequenceClassification": _LAST_ALL,
+    "VoyageQwen3BidirectionalEmbedModel": _LAST_ALL, "DeepseekV3BidirectionalModel": _LAST_ALL,
+}
+# encoder-only models: every attention layer is EncoderOnlyAttention (bert.py, roberta.py,
+# bert_with_rope.py, modernbert.py, colbert.py)
+ENCODER_ONLY: dict[str, tuple[str, str]] = {
+    **{a: _CLS_ALL for a in (
+        "BertModel", "BertForSequenceClassification", "BertForMaskedLM", "BgeM3EmbeddingModel",
+        "RobertaModel", "RobertaForMaskedLM", "RobertaForSequenceClassification",
+        "XLMRobertaModel", "XLMRobertaForSequenceClassification", "GteModel", "GteNewModel",
+        "GteNewForSequenceClassification", "NomicBertModel", "ModernBertModel",
+        "ModernBertForSequenceClassification", "HF_ColBERT", "ColBERTJinaRobertaModel",
+        "ColBERTModernBertModel")},
+    **{a: (None, "ALL") for a in (  # type: ignore[misc]
+        "BertForTokenClassification", "BertSpladeSparseEmbeddingModel",
+        "RobertaForTokenClassification", "XLMRobertaForTokenClassification",
+        "ModernBertForTokenClassification")},
+}
+
+
+def pooling_arch(archs: tuple[str, ...]) -> str | None:
+    """The first architecture vLLM registers as a pooling model that kvplan plans."""
+    return next((a for a in archs if a in DECODER_POOLING or a in BIDIRECTIONAL_DECODERS
+                 or a in ENCODER_ONLY), None)
+
+
+def _is_causal(cfg: Cfg, arch: str) -> bool:
+    """vLLM: hf_config.is_causal (models/config.py: Gemma3TextModelConfig reads
+    use_bidirectional_attention; LlamaBidirectionalConfig / Voyage set False)."""
+    if arch in BIDIRECTIONAL_DECODERS:
+        return False
+    text = text_cfg(cfg)
+    if arch == "Gemma3TextModel" and text.get("use_bidirectional_attention"):
+        return False
+    return bool(text.get("is_causal", True))
+
+
+def as_encoder_only(desc: ModelDescription) -> ModelDescription:
+    """Every attention layer runs EncoderOnlyAttention (no KV cache); state layers stay."""
+    layers = tuple(layer.model_copy(update={"kind": LayerKind.ENCODER_ONLY})
+                   if layer.kind.is_attention else layer for layer in desc.layers)
+    return desc.model_copy(update={"layers": layers, "mtp_layers": ()})
+
+
+def mark_pooling(desc: ModelDescription, top: Cfg) -> ModelDescription:
+    """Record the pooling defaults of a pooling architecture (and make a bidirectional one
+    encoder-only); other descriptions come back unchanged."""
+    arch = pooling_arch(desc.architectures)
+    if arch is None:
+        return desc
+    types = DECODER_POOLING.get(arch) or BIDIRECTIONAL_DECODERS.get(arch) or ENCODER_ONLY[arch]
+    desc = desc.model_copy(update={"pooling_defaults": types})
+    if arch in ENCODER_ONLY or not _is_causal(top, arch):
+        desc = as_encoder_only(desc)
+    return desc
+
+
+def describe_encoder_only(top: Cfg, hf_quant_config: dict[str, Any] | None
+                          ) -> ModelDescription:
+    """A BERT-style encoder: num_hidden_layers EncoderOnlyAttention layers (no KV cache)."""
+    text = text_cfg(top)
+    num_layers = num_layers_of(text)
+    heads = text.req_int("num_attention_heads")
+    hidden = text.req_int("hidden_size")
+    head = text.get_int("head_dim", None) or hidden // heads
+    layers = [LayerDescription(index=i, name=f"encoder.layer.{i}.attention.attn",
+                               kind=LayerKind.ENCODER_ONLY, num_kv_heads=heads, head_size=head)
+              for i in range(num_layers)]
+    return finish(top, text, family="encoder_only", layers=layers,
+                  dtype=model_dtype(top, text),
+                  quantization=quantization_info(top, text, hf_quant_config))
+
+
+@dataclass(frozen=True)
+class PoolingRunner:
+    """vLLM's resolved `--runner pooling` and what it changes at start-up."""
+
+    convert: str  # none (a native pooling class), embed, classify
+    seq_pooling_type: str | None
+    tok_pooling_type: str
+    attn_type: str  # decoder / encoder_only (ModelConfig.attn_type)
+
+    @property
+    def supports_chunked_prefill(self) -> bool:
+        """vLLM: ModelConfig.is_chunked_prefill_supported (pooler_config set)."""
+        if self.attn_type == "encoder_only":
+            return False
+        return not (self.seq_pooling_type in ("MEAN", "CLS") or self.tok_pooling_type == "STEP")
+
+    # vLLM: is_prefix_caching_supported has the same rule for decoder / encoder-only pooling
+    supports_prefix_caching = supports_chunked_prefill
+
+
+def resolve_runner(desc: ModelDescription, runner: str = "auto", convert: str = "auto"
+                   ) -> PoolingRunner | None:
+    """vLLM: ModelConfig._get_runner_type / _get_convert_type — None for the generate runner."""
+    if runner not in RUNNERS:
+        raise InputError(f"--runner {runner!r} is not one of {', '.join(RUNNERS)}")
+    if convert not in CONVERTS:
+        raise InputError(f"--convert {convert!r} is not one of {', '.join(CONVERTS)}")
+    native = desc.pooling_defaults
+    if runner == "auto":
+        runner = "pooling" if native is not None or convert not in ("auto", "none") else "generate"
+    if runner != "pooling":
+        if native is not None and _encoder_only(desc):
+            raise InputError(f"{desc.source}: vLLM serves {desc.architectures[0]} only with "
+                             "--runner pooling (an encoder has no generation runner)")
+        return None
+    if convert == "auto":
+        convert = "none" if native is not None else "embed"
+    seq, tok = native or _LAST_ALL  # as_embedding_model / as_seq_cls_model: LAST, ALL
+    encoder = seq == "CLS" or _encoder_only(desc)  # ModelConfig.attn_type
+    return PoolingRunner(convert=convert, seq_pooling_type=seq, tok_pooling_type=tok,
+                         attn_type="encoder_only" if encoder else "decoder")
+
+
+def _encoder_only(desc: ModelDescription) -> bool:
+    attn = [layer for layer in desc.layers if layer.kind.is_attention]
+    return bool(attn) and all(layer.kind is LayerKind.ENCODER_ONLY for layer in attn)
