@@ -40,6 +40,9 @@ class LayerKind(StrEnum):
     # DeepSeek-V4 compressor state: an fp32 ring of the token group being compressed (a sliding
     # window of its own block size)
     COMPRESSOR_STATE = "compressor_state"
+    # extract_hidden_states: the target's aux hidden states cached per token (one row per aux
+    # layer, hidden_size wide), the model dtype whatever --kv-cache-dtype says
+    HIDDEN_STATE = "hidden_state"
 
     @property
     def is_state(self) -> bool:
