@@ -474,7 +474,8 @@ def _gdn_exports_checkpoints(target: ModelDescription, ctx: _Ctx) -> bool:
 
 
 # vLLM: model_executor/models/registry.py — architectures a release does not register yet
-ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0"}
+ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
+                      "Qwen3XPressModel": "0.33.0", "DFlashQwen3XPressModel": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -496,6 +497,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     """Target (+ draft) → PlannerInput, mirroring vLLM's worker start-up."""
     profile = get_profile(dep.vllm_version)
     _check_release_serves(target, profile.version)
+    if draft is not None:
+        _check_release_serves(draft, profile.version)
     warnings: list[str] = list(target.warnings)
     model_dtype = resolve_model_dtype(dep.dtype, target.dtype, warnings)
     kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm)

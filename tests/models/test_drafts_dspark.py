@@ -141,3 +141,12 @@ def test_cli_extract_hidden_states_without_aux_ids_is_one_error() -> None:
                                    *FLAGS[:-1]])
     assert res.exit_code == 2
     assert "eagle_aux_hidden_state_layer_ids" in res.stderr and "Traceback" not in res.output
+
+
+def test_xpress_is_served_from_0_33_on(tmp_path: Path) -> None:
+    # vLLM's registry has Qwen3XPressModel from 0.33.0 on (absent in 0.31.0 / 0.32.0)
+    path = _write(tmp_path, _qwen3_draft("Qwen3XPressModel"))
+    args = ["check", str(TARGET), "--draft", path, "--num-speculative-tokens", "15", *FLAGS[:-1]]
+    res = CliRunner().invoke(app, [*args, "--vllm", "0.32.0"])
+    assert res.exit_code == 2 and "vLLM 0.32.0 does not serve Qwen3XPressModel" in res.stderr
+    assert CliRunner().invoke(app, [*args, "--vllm", "0.33.0"]).exit_code == 0
