@@ -150,3 +150,16 @@ def test_xpress_is_served_from_0_33_on(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*args, "--vllm", "0.32.0"])
     assert res.exit_code == 2 and "vLLM 0.32.0 does not serve Qwen3XPressModel" in res.stderr
     assert CliRunner().invoke(app, [*args, "--vllm", "0.33.0"]).exit_code == 0
+
+
+def test_cli_muse_glimmer_assistant_is_a_sliding_group(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"architectures": ["MuseGlimmerAssistantModel"],
+                             "model_type": "muse_glimmer_assistant"})
+    out = _check(["--speculative-config", json.dumps(
+        {"method": "dflash", "model": path, "num_speculative_tokens": 15})])
+    # the 5 draft layers (window 2048, 8 KV × 128 bf16: 4096 B/token) form the one sliding
+    # group; every page is 64 tokens × 4096 B = 262,144 B like the target's full layers
+    (swa,) = [g for g in out["groups"] if g["draft_layers"]]
+    assert (swa["num_layers"], swa["draft_layers"]) == (5, 5)
+    assert swa["page_size_bytes"] == 64 * 4096
+    assert "sliding" in swa["kind"]
