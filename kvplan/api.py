@@ -158,6 +158,7 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     dep = _deployment(o, spec, mml, auto)
     req = Request(model=model, deployment=dep, revision=o.get("revision"),
                   draft=draft or spec.get("model"), gpu=o.get("gpu"),
+                  draft_hf_config=(spec.get("draft_model_config") or {}).get("hf_config"),
                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
                   gpu_memory_utilization=util,
                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)

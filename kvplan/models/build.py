@@ -30,6 +30,7 @@ from kvplan.engine.specs import (
     CrossAttentionSpec,
     EncoderOnlyAttentionSpec,
     FullAttentionSpec,
+    HiddenStateCacheSpec,
     KVCacheSpec,
     MambaSpec,
     MambaType,
@@ -621,7 +622,9 @@ ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
                       "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0",
                       "FlintForCausalLM": "0.33.0",
-                      "CanaryForConditionalGeneration": "0.34.0"}
+                      "CanaryForConditionalGeneration": "0.34.0",
+
+                      "Qwen3XPressModel": "0.33.0", "DFlashQwen3XPressModel": "0.33.0"}
 
 
 def _check_release_serves(model: ModelDescription, version: str) -> None:
@@ -649,6 +652,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         raise UnsupportedError("GLM-5.3-Flash (Glm5Next) under vLLM 0.31 (KpoolTailSpec tails, "
                                "storage_block_size) is not modelled by kvplan",
                                hint="plan it with --vllm 0.32.0 or later")
+    if draft is not None:
+        _check_release_serves(draft, profile.version)
     warnings: list[str] = list(target.warnings)
     model_dtype = resolve_model_dtype(dep.dtype, target.dtype, warnings)
     kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm, profile)
@@ -726,13 +731,14 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             kv_cache_dtype=draft_kv, sm=dep.sm,
             override=dep.draft_attention_backend or dep.attention_backend))
     draft_tp = dep.draft_tensor_parallel_size or tp
-    draft_causal = method != "dflash"
+    draft_causal = method not in ("dflash", "dspark")  # vLLM: use_non_causal for both drafters
     diff_kv = target.family == "mimo_v2"  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
 
     # backends per layer (vLLM: the attention layer picks at construction)
     def backend_for(layer: LayerDescription, is_draft: bool) -> Backend | None:
-        if layer.kind.is_state or layer.kind in (LayerKind.NO_KV, LayerKind.ENCODER_ONLY):
-            return None
+        if layer.kind.is_state or layer.kind in (LayerKind.NO_KV, LayerKind.ENCODER_ONLY,
+                                                 LayerKind.HIDDEN_STATE):
+            return None  # HIDDEN_STATE: CacheOnlyAttentionBackend, outside the block-size vote
         if is_draft:
             return _attention_backend(layer, draft_kv or kv_dtype, dep, causal=draft_causal,
                                       override=dep.draft_attention_backend or dep.attention_backend,
@@ -820,6 +826,15 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                  else FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if ckpt_blocks
                                  and mtype is MambaType.GDN_ATTN else None),
                              tp_replicated=layer.tp_replicated, is_draft=is_draft)
+        if layer.kind is LayerKind.HIDDEN_STATE:
+            # vLLM: CacheOnlyAttentionLayer.get_kv_cache_spec — cache_config.block_size, heads
+            # not split by TP; a quantized --kv-cache-dtype falls back to auto (model dtype)
+            assert layer.num_kv_heads is not None and layer.head_size is not None
+            quantized = kv_quant_mode(layer_kv) is not KVQuantMode.NONE
+            return HiddenStateCacheSpec(
+                block_size=block, num_kv_heads=layer.num_kv_heads, head_size=layer.head_size,
+                dtype=model_dtype if quantized else kv_cache_storage_dtype(layer_kv, model_dtype),
+                is_draft=is_draft)
         assert backend is not None
         layer_block = dep.draft_block_size if (is_draft and dep.draft_block_size) else block
         layer_block = layer.block_size or layer_block  # a block the layer fixes itself

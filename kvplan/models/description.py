@@ -46,6 +46,9 @@ class LayerKind(StrEnum):
     # ZAYA1 compressed convolutional attention: the q/k conv history and the delayed half of v
     # (a Mamba-style state next to the layer's own KV cache)
     CCA = "cca"
+    # extract_hidden_states: the target's aux hidden states cached per token (one row per aux
+    # layer, hidden_size wide), the model dtype whatever --kv-cache-dtype says
+    HIDDEN_STATE = "hidden_state"
 
     @property
     def is_state(self) -> bool:

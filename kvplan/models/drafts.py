@@ -1,4 +1,5 @@
-"""Speculative-decoding draft heads: DFlash / DFlash2, EAGLE, EAGLE3, and the target's own MTP."""
+"""Speculative-decoding draft heads: DFlash / DFlash2, EAGLE, EAGLE3, DSpark, XPress, Muse Glimmer's
+assistant, the extract_hidden_states cache, and the target's own MTP."""
 
 from __future__ import annotations
 
@@ -19,11 +20,21 @@ from kvplan.models._common import (
     num_layers_of,
     positive_window,
 )
-from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
 from kvplan.models.llama import llama_layers
 from kvplan.models.quant import quantization_info
 
 DRAFT_METHODS = ("dflash", "eagle", "eagle3", "dspark")
+EXTRACT_HIDDEN_STATES = "extract_hidden_states"
+
+# vLLM 0.34 registry: drafters whose layers are DFlash's Qwen3 backbone
+# (qwen3_dflash.DFlashQwen3Model), with the method that selects each.
+_DFLASH_BACKBONE = {
+    "Qwen3DSparkModel": "dspark", "Qwen3OmniDSparkModel": "dspark",  # qwen3_dspark.py
+    "Qwen3XPressModel": "dflash", "DFlashQwen3XPressModel": "dflash",  # qwen3_xpress.py (0.33+)
+    "MuseGlimmerAssistantModel": "dflash", "DFlashMuseGlimmerAssistantModel": "dflash",
+}
+_GLIMMER = "muse_glimmer_assistant"
 
 # model_types whose transformers config class nulls sliding_window unless use_sliding_window and
 # derives layer_types from max_window_layers (Qwen2Config / Qwen3Config.__post_init__).
@@ -33,14 +44,16 @@ _QWEN_STYLE = ("qwen2", "qwen3")
 def is_draft_architecture(archs: tuple[str, ...]) -> bool:
     """Architectures vLLM registers only as speculative drafters (models/registry.py)."""
     return any(a.startswith(("DFlash", "Eagle")) or a.endswith(("Eagle3", "DFlash"))
-               or "DraftModel" in a for a in archs)
+               or "DraftModel" in a or "DSpark" in a or a in _DFLASH_BACKBONE
+               or a == "ExtractHiddenStatesModel" for a in archs)
 
 
 def detect_method(cfg: Cfg) -> str | None:
     archs = architectures(cfg)
     if any("DSpark" in a for a in archs):
         return "dspark"
-    if cfg.has("dflash_config") or any("DFlash" in a for a in archs):
+    if (cfg.has("dflash_config") or cfg.get("model_type") == _GLIMMER
+            or any("DFlash" in a or _DFLASH_BACKBONE.get(a) == "dflash" for a in archs)):
         return "dflash"
     if any(a.startswith("Eagle3") or a.endswith("Eagle3") for a in archs):
         return "eagle3"
@@ -148,6 +161,24 @@ def dflash_layers(cfg: Cfg, first: int, target_window: int | None) -> list[Layer
     return layers
 
 
+def _on_dflash_backbone(cfg: Cfg, archs: tuple[str, ...]) -> bool:
+    """Qwen3DSparkModel / Qwen3OmniDSparkModel, or a qwen3 config named DSparkDraftModel
+    (vLLM: SpeculativeConfig.hf_config_override renames it Qwen3DSparkModel)."""
+    return (any(_DFLASH_BACKBONE.get(a) == "dspark" for a in archs)
+            or ("DSparkDraftModel" in archs and cfg.get("model_type") == "qwen3"))
+
+
+def _glimmer_defaults(cfg: Cfg) -> Cfg:
+    """transformers' MuseGlimmerAssistantConfig defaults (5 layers, 8 KV heads × 128, every layer
+    sliding_attention with window 2048) for the fields the config leaves out."""
+    n = cfg.get_int("num_hidden_layers", None) or 5
+    defaults = {"num_hidden_layers": n, "num_key_value_heads": 8, "head_dim": 128,
+                "num_attention_heads": 32, "hidden_size": 6656, "sliding_window": 2048,
+                "layer_types": ["sliding_attention"] * n}
+    missing = {k: v for k, v in defaults.items() if cfg.get(k) is None}
+    return Cfg({**cfg.data, **missing}, cfg.source, cfg.path, cfg.warnings) if missing else cfg
+
+
 # --- public ---------------------------------------------------------------------------------
 
 def dspark_layers(cfg: Cfg, archs: tuple[str, ...], first: int
@@ -213,7 +244,14 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     if cfg.get("model_type") == "qwen3" and not cfg.has("head_dim"):
         cfg.warn("qwen3 draft without head_dim: used Qwen3Config's default 128")
         cfg = Cfg({**cfg.data, "head_dim": 128}, cfg.source, cfg.path, cfg.warnings)
-    if method == "dspark":
+    if cfg.get("model_type") == _GLIMMER:
+        cfg = _glimmer_defaults(cfg)
+    if method == "dspark" and _on_dflash_backbone(cfg, archs):
+        # vLLM: Qwen3DSparkModel(DFlashQwen3Model) — DFlash's layers, numbered after the target
+        # (start_layer_id = get_total_num_hidden_layers); the Markov / confidence heads own no KV
+        layers = dflash_layers(cfg, first, target_window)
+        family = "dspark"
+    elif method == "dspark":
         from kvplan.models.deepseek_v4 import DSV4
         layers, first = dspark_layers(cfg, archs, first)
         family = DSV4
@@ -238,6 +276,40 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
                   model_type=str(cfg.get("model_type", top.get("model_type", ""))))
     return desc.model_copy(update={"draft_method": method, "num_target_layers": first,
                                    "architectures": archs})
+
+
+def hidden_state_draft(target: ModelDescription, target_config: Mapping[str, Any],
+                       hf_config: Mapping[str, Any] | None = None) -> ModelDescription:
+    """vLLM's extract_hidden_states "draft": one cache-only layer, no weights.
+
+    vLLM: ExtractHiddenStatesSpeculatorConfig.configure merges speculative_config
+    draft_model_config.hf_config over the target's config; ExtractHiddenStatesModel builds
+    cache_only_layers.{T} (T = the target's layer count) with num_heads = len(
+    eagle_aux_hidden_state_layer_ids) and head_size = the target's hidden_size, not split by TP.
+    """
+    from kvplan.models._common import text_cfg
+
+    top = Cfg(target_config, target.source)
+    ids = (hf_config or {}).get("eagle_aux_hidden_state_layer_ids",
+                                top.get("eagle_aux_hidden_state_layer_ids"))
+    if not ids or not isinstance(ids, list):
+        # vLLM: ExtractHiddenStatesSpeculator.__init__ raises the same
+        raise UnsupportedError(
+            f"{target.source}: extract_hidden_states needs eagle_aux_hidden_state_layer_ids",
+            hint='pass --speculative-config \'{"method": "extract_hidden_states", '
+                 '"num_speculative_tokens": 1, "draft_model_config": {"hf_config": '
+                 '{"eagle_aux_hidden_state_layer_ids": [1, 2]}}}\'')
+    hidden = text_cfg(top).get_int("hidden_size", None)
+    if hidden is None:
+        raise top.error("extract_hidden_states needs the target's hidden_size")
+    n = len({layer.index for layer in target.layers})
+    layer = LayerDescription(index=n, name=f"cache_only_layers.{n}", kind=LayerKind.HIDDEN_STATE,
+                             num_kv_heads=len(ids), head_size=hidden)
+    return ModelDescription(
+        source=f"{target.source} (extract_hidden_states)", model_type=EXTRACT_HIDDEN_STATES,
+        architectures=("ExtractHiddenStatesModel",), family=EXTRACT_HIDDEN_STATES,
+        dtype=target.dtype, max_position_embeddings=target.max_position_embeddings,
+        layers=(layer,), draft_method=EXTRACT_HIDDEN_STATES, num_target_layers=n)
 
 
 _NO_MTP_DRAFTER = {

@@ -41,6 +41,8 @@ class Request:
     deployment: Deployment = field(default_factory=Deployment)
     revision: str | None = None
     draft: str | None = None
+    # speculative_config.draft_model_config.hf_config (extract_hidden_states reads its aux ids)
+    draft_hf_config: dict[str, Any] | None = None
     gpu: str | None = None
     gpu_memory_bytes: int | None = None  # --gpu-memory: the runtime total, overrides the catalogue
     gpu_memory_utilization: float | None = None
@@ -93,6 +95,9 @@ def resolve(req: Request) -> Resolved:
         notes += list(dfiles.notes)
     elif method == "mtp":
         draft_desc = config.mtp_draft(target)
+    elif method == "extract_hidden_states":
+        from kvplan.models.drafts import hidden_state_draft
+        draft_desc = hidden_state_draft(target, files.config, req.draft_hf_config)
     headers = None
     if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
         headers = hub.safetensors_headers(files)

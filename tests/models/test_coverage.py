@@ -15,7 +15,7 @@ from kvplan.models import describe_model, fast_adapter_names
 from kvplan.models.coverage import COVERAGE_COLUMNS, coverage, registry
 from tests.models.helpers import edited
 
-PATH = re.compile(r"^(adapter:[a-z0-9_]+|generic|draft:(separate-head|mtp)|refused:[a-z-]+)$")
+PATH = re.compile(r"^(adapter:[a-z0-9_]+|generic|draft:(separate-head|mtp|extract-hidden-states)|refused:[a-z-]+)$")
 
 
 def test_registry_file_is_vllm_0_34_0() -> None:
