@@ -97,7 +97,7 @@ def resolve(req: Request) -> Resolved:
         draft_desc = config.mtp_draft(target)
     elif method == "extract_hidden_states":
         from kvplan.models.drafts import hidden_state_draft
-        draft_desc = hidden_state_draft(target, files.config, req.draft_hf_config)
+        draft_desc = hidden_state_draft(target, target_config, req.draft_hf_config)
     headers = None
     if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
         headers = hub.safetensors_headers(files)
@@ -413,27 +413,14 @@ def fewest_gpus_for_weights(req: Request, res: Resolved, start: int
     return None
 
 
-def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
-                  ) -> WeightsLimit | None:
-    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
-    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
-    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
-        return None
-    terms = {t.name: t.num_bytes for t in budget.breakdown}
-    weights = -terms.get("model weights", 0)
-    if weights <= 0:
-        return None
-    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
+def _weights_remedies(req: Request, res: Resolved, gpu: Any, weights: int, usable: int,
+                      total: int | None, max_model_len: int
+                      ) -> tuple[tuple[int, int, int] | None, list[str], list[str]]:
+    """What helps when the weights leave no KV memory: (the fewest GPUs as (GPUs, TP, PP), the
+    suggestions in words, catalogue GPUs that leave KV memory at the same TP × PP)."""
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    total = budget.total_memory_bytes
-    if not req.diagnose_weights:
-        return WeightsLimit(weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
-                            gpu_total_memory_bytes=total,
-                            exceeds_gpu_memory=bool(total and weights > total),
-                            tensor_parallel_size=tp, pipeline_parallel_size=pp)
-    req = replace(req, diagnose_weights=False, explain=False)
     best = fewest_gpus_for_weights(req, res, tp * pp * 2)
-    tips = []
+    tips: list[str] = []
     roomy: list[str] = []
     model = req.model if " " not in req.model else repr(req.model)
     if best is not None:
@@ -458,6 +445,28 @@ def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_m
         roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0][:3]
         tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy) if roomy
                                                                else "none in the catalogue"))
+    return best, tips, roomy
+
+
+def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
+                  ) -> WeightsLimit | None:
+    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
+    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
+    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
+        return None
+    terms = {t.name: t.num_bytes for t in budget.breakdown}
+    weights = -terms.get("model weights", 0)
+    if weights <= 0:
+        return None
+    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    total = budget.total_memory_bytes
+    tips: list[str] = []
+    roomy: list[str] = []
+    best = None
+    if req.diagnose_weights:
+        best, tips, roomy = _weights_remedies(replace(req, diagnose_weights=False, explain=False),
+                                              res, gpu, weights, usable, total, max_model_len)
     return WeightsLimit(
         weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
         gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
@@ -482,21 +491,16 @@ def _what_if(change: str, r: Request, res: Resolved) -> Any:
 
 def _weights_what_ifs(req: Request, res: Resolved, limit: WeightsLimit) -> list[Any]:
     """What-ifs that act on the weights: the fewest GPUs that hold them, a bigger GPU."""
-    from kvplan.analysis.explain import WhatIf
-
-    def one(change: str, r: Request) -> WhatIf:
-        return _what_if(change, r, res)
-
     out = []
     base = replace(req, explain=False, diagnose_weights=False)
     if limit.min_num_gpus is not None:
         t, p = limit.min_tensor_parallel_size or 1, limit.min_pipeline_parallel_size or 1
-        out.append(one(f"-tp {t} -pp {p} ({limit.min_num_gpus} GPUs: the fewest whose share of "
-                       "the weights leaves KV memory)",
-                       replace(base, deployment=replace(req.deployment, tensor_parallel_size=t,
-                                                        pipeline_parallel_size=p))))
+        out.append(_what_if(f"-tp {t} -pp {p} ({limit.min_num_gpus} GPUs: the fewest whose share "
+                            "of the weights leaves KV memory)",
+                            replace(base, deployment=replace(req.deployment, tensor_parallel_size=t,
+                                                             pipeline_parallel_size=p)), res))
     for name in limit.bigger_gpus[:2]:
-        out.append(one(f"--gpu {name!r}", replace(base, gpu=name)))
+        out.append(_what_if(f"--gpu {name!r}", replace(base, gpu=name), res))
     return out
 
 
