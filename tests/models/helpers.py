@@ -71,14 +71,7 @@ H100_X8_FLAGS = ("--json", "--tensor-parallel-size", "8", "--gpu", "H100", "--ma
 
 def check_h100_x8(config_path: Path, *extra: str) -> dict[str, Any]:
     """`kvplan check CONFIG --json` on H100 ×8 at 262,144 tokens (CliRunner); the parsed JSON."""
-    from typer.testing import CliRunner
-
-    from kvplan.cli import app
-
-    res = CliRunner().invoke(app, ["check", str(config_path), *H100_X8_FLAGS, *extra])
-    assert res.exit_code == 0, res.output
-    out: dict[str, Any] = json.loads(res.stdout)
-    return out
+    return check_json(config_path, *H100_X8_FLAGS[1:], *extra)
 
 
 def h100_tp8(**changes: Any) -> Any:
