@@ -196,6 +196,9 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         layers=tuple(layers),
         quantization=quantization_info(top, text, hf_quant_config),
         model_sliding_window=model_window,
+        # vLLM's max-length rule reads the resolved config (class defaults included)
+        max_length_fields=acc.max_length_fields(r),
+        rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         warnings=tuple(top.warnings),
     )
