@@ -163,6 +163,11 @@ def check(
     fmt: Annotated[str, Opt("--format", help="table, json or markdown")] = "table",
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout (same as --format json)")] = False,
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
+    trust_remote_code: Annotated[bool, Opt(
+        "--trust-remote-code", help="as vLLM's: plan a config that needs the checkpoint's code")
+    ] = False,
+    allow_deprecated_quantization: Annotated[bool, Opt(
+        "--allow-deprecated-quantization", help="as vLLM's: serve e.g. fbgemm_fp8")] = False,
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
     from kvplan import api
@@ -206,7 +211,9 @@ def check(
         available_kv_gib=available_kv_gib, gpu=gpu, gpu_memory=gpu_memory,
         gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
-        explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert)
+        explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert,
+        trust_remote_code=trust_remote_code,
+        allow_deprecated_quantization=allow_deprecated_quantization)
     raise typer.Exit(_emit(plan, fmt, as_json))
 
 

@@ -91,6 +91,7 @@ class Deployment:
     max_model_len: int | None = None  # None: from the config
     auto_fit_max_model_len: bool = False
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (read by the CLI)
+    allow_deprecated_quantization: bool = False  # --allow-deprecated-quantization
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
     max_num_seqs: int | None = None
     tensor_parallel_size: int = 1
@@ -218,6 +219,17 @@ def resolve_mamba_ssm_cache_dtype(requested: str, model: ModelDescription,
     if any(a in hooked for a in archs):
         return model.mamba_ssm_dtype or "float32"  # NemotronHForCausalLMConfig
     return "auto"
+
+
+def deprecated_quantization(model: ModelDescription, dep: Deployment,
+                            profile: VllmProfile) -> list[str]:
+    """vLLM: ModelConfig._verify_quantization, right after the max-length check — a deprecated
+    quantization method refuses to start without --allow-deprecated-quantization."""
+    from kvplan.models.resolution.remote_code import check_deprecated_quantization
+    note = check_deprecated_quantization(model.quantization.method,
+                                         allow=dep.allow_deprecated_quantization,
+                                         version=profile.version)
+    return [note] if note else []
 
 
 def default_max_num_batched_tokens(total_bytes: int | None, gpu_name: str, sm: int | None) -> int:
@@ -677,6 +689,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     max_model_len, long_warning = verify_max_model_len(
         target, dep.max_model_len, allow_long=dep.allow_long_max_model_len)
     warnings += [long_warning] if long_warning else []
+    warnings += deprecated_quantization(target, dep, profile)
     if not max_model_len:
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")

@@ -89,14 +89,14 @@ def filled_by_transformers(config: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def describe_resolved(top: Cfg, hf_quant_config: dict | None,
                       fast: Mapping[str, Callable[[Cfg, dict | None], ModelDescription]]
-                      | None = None) -> ModelDescription:
+                      | None = None, *, raw_fields: bool = False) -> ModelDescription:
     """Plan a config no fast adapter covers, through transformers.
 
     `fast` maps model types to fast adapters: a multimodal wrapper whose resolved text config is
     a family kvplan has a fast adapter for is planned by that adapter, fed the resolved text
     config (so fields transformers defaults, like LLaVA's num_hidden_layers, are filled).
     """
-    r = resolve(top.data, top.source)
+    r = resolve(top.data, top.source, raw_fields=raw_fields)
     archs = architectures(top)
     note = encoder_cache_note(archs)
     if fast is not None and r.text_key is not None and r.text_model_type in fast:
@@ -153,6 +153,10 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     window = acc.sliding_window(r)
     model_window = acc.cache_sliding_window(r)
     per_layer_window = coverage.uses_per_layer_window(arch)
+    # vLLM's module path of each attention layer (tools/vllm_layer_names.py), e.g. Falcon's
+    # transformer.h.{}.self_attention.attn; the Llama-style path when not known
+    from kvplan.models.resolution.layer_names import attention_layer_pattern
+    pattern = attention_layer_pattern(archs)
     if types is not None and len(set(types[:n])) > 1 and not per_layer_window:
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
                  f"{arch} has no per-layer window: every layer is planned as full attention")
@@ -169,7 +173,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         layer_window = model_window
         if types is not None and types[i] == "sliding_attention" and per_layer_window:
             layer_window = window
-        layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=layer_window))
+        name = pattern.format(i) if pattern else attn_name(i)
+        layers.append(attention(i, name, kv_heads=kv, head_size=hd, window=layer_window))
     max_len, _ = acc.derive_max_model_len(r)
     text = text_cfg(top)
     dtype = acc.config_dtype(r)

@@ -36,18 +36,89 @@ def test_nemotron_super_49b_skips_no_op_attention() -> None:
     # 49 of 80 blocks hold KV: 8 KV heads × 128 × 2 × 2 B = 4,096 B/token/layer; block 64 →
     # 256 KiB pages; 131072 / 64 = 2048 blocks per request
     code, out = _json([str(CONFIGS / "nvidia--Llama-3_3-Nemotron-Super-49B-v1"),
-                       "--kv-cache-memory", "40GiB", "--max-model-len", "131072"])
+                       "--kv-cache-memory", "40GiB", "--max-model-len", "131072",
+                       "--trust-remote-code"])
     assert code == 0
     (group,) = out["groups"]
     assert group["num_layers"] == 49
     assert out["total_bytes_needed"] == [49 * 64 * 4096 * 2048]
 
 
+def test_remote_code_needs_the_flag_as_in_vllm() -> None:
+    """vLLM 0.34.0 refuses a config whose class is the checkpoint's code (auto_map, a model type
+    neither vLLM nor its transformers knows) at start-up; its text is transformers' (the e2e
+    golden tests/data/vllm-e2e-0.34.0/FreedomIntelligence--openPangu-Embedded-7B.json)."""
+    folder = CONFIGS / "FreedomIntelligence--openPangu-Embedded-7B"
+    res = CliRunner().invoke(app, ["check", str(folder), "--kv-cache-memory", "40GiB"])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.startswith(
+        f"Error: vLLM would raise ValueError: The repository {folder} contains custom code which "
+        "must be executed to correctly load the model.")
+    assert "trust_remote_code=True" in res.stderr and "--trust-remote-code" in res.stderr
+    code, out = _json([str(folder), "--kv-cache-memory", "40GiB", "--trust-remote-code"])
+    assert code == 0 and any(w.startswith("--trust-remote-code: vLLM would run the checkpoint")
+                             for w in out["warnings"] + out["notes"])
+
+
+def test_upstream_remote_code_message(tmp_path: Path) -> None:
+    # auto_map pointing into another repository ("ORG/NAME--module.Class"): transformers passes
+    # that repository as the message head (AutoConfig.from_pretrained → resolve_trust_remote_code)
+    cfg = json.loads((CONFIGS / "LGAI-EXAONE--EXAONE-3.0-7.8B-Instruct" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    res = CliRunner().invoke(app, ["check", str(tmp_path), "--kv-cache-memory", "40GiB",
+                                   "--max-model-len", "4096"])
+    assert res.exit_code == 1
+    assert res.stderr.startswith(
+        "Error: vLLM would raise ValueError: LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct You can inspect "
+        f"the repository content at https://hf.co/{tmp_path}.")
+
+
+def test_deprecated_quantization_needs_the_flag(tmp_path: Path) -> None:
+    """vLLM 0.34.0 ModelConfig._verify_quantization: fbgemm_fp8 is deprecated; vLLM raises
+    ValueError(msg, method), whose text is the tuple's repr (checked with vLLM 0.34.0's serve
+    parser on this config, hand-made from Llama-3.1-8B + a fbgemm_fp8 quantization_config)."""
+    cfg = json.loads((CONFIGS / "meta-llama--Llama-3.1-8B" / "config.json").read_text())
+    cfg["quantization_config"] = {"activation_scale_ub": 1200.0, "quant_method": "fbgemm_fp8",
+                                  "modules_to_not_convert": ["lm_head"]}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    args = ["check", str(tmp_path), "--kv-cache-memory", "40GiB", "--max-model-len", "32768"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1
+    assert res.stderr.splitlines()[0] == (
+        "Error: vLLM would raise ValueError: ('The quantization method %s is deprecated and will "
+        "be removed in future versions of vLLM. To bypass, set "
+        "`--allow-deprecated-quantization`.', 'fbgemm_fp8')")
+    ok = CliRunner().invoke(app, args + ["--allow-deprecated-quantization", "--json"])
+    assert ok.exit_code == 0
+    assert ("vLLM warns: The quantization method fbgemm_fp8 is deprecated and will be removed in "
+            "future versions of vLLM.") in json.loads(ok.stdout)["warnings"]
+    # 0.31-0.33 deprecate fp_quant too (DEPRECATED_QUANTIZATION_METHODS)
+    cfg["quantization_config"] = {"quant_method": "fp_quant"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert CliRunner().invoke(app, args + ["--vllm", "0.33.0"]).exit_code == 1
+
+
+def test_unknown_model_type_is_vllms_config_error(tmp_path: Path) -> None:
+    # neither vLLM nor the transformers it pins has a class, and no remote code: vLLM's parser
+    # refuses (AutoConfig.from_pretrained's ValueError)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"architectures": ["LlamaForCausalLM"], "model_type": "no_such_type",
+         "num_hidden_layers": 2, "layer_types": ["full_attention"] * 2}))
+    res = CliRunner().invoke(app, ["check", str(tmp_path), "--kv-cache-memory", "1GiB"])
+    assert res.exit_code == 1
+    assert res.stderr.startswith("Error: vLLM would raise ValueError: The checkpoint you are "
+                                 "trying to load has model type `no_such_type` but Transformers "
+                                 "does not recognize this architecture.")
+
+
 def test_retired_architecture_is_one_error_line(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
+    # its config class is remote code (auto_map): with --trust-remote-code vLLM reads it, then
+    # its registry refuses the architecture
     config.write_text(json.dumps({"architectures": ["Phi3SmallForCausalLM"],
+                                  "auto_map": {"AutoConfig": "configuration_phi3_small.C"},
                                   "model_type": "phi3small", "num_hidden_layers": 32}))
-    res = CliRunner().invoke(app, ["check", str(config)])
+    res = CliRunner().invoke(app, ["check", str(config), "--trust-remote-code"])
     assert res.exit_code == 2 and res.stdout == ""
     lines = res.stderr.splitlines()
     assert lines[0].startswith("Error: ") and "until v0.9.2" in lines[0]
@@ -59,4 +130,5 @@ def test_fast_adapters_stay_off_transformers() -> None:
     # these families never need transformers: kvplan reads their config classes by hand
     for name in ("THUDM--chatglm3-6b", "nvidia--Llama-3_3-Nemotron-Super-49B-v1",
                  "deepseek-ai--deepseek-vl2"):
-        assert _heavy(["check", str(CONFIGS / name), "--gpu", "H100", "--json"]) == [], name
+        assert _heavy(["check", str(CONFIGS / name), "--gpu", "H100", "--json",
+                       "--trust-remote-code"]) == [], name
