@@ -198,6 +198,24 @@ def resolve_kv_cache_dtype(requested: str, model: ModelDescription, sm: int | No
     return d
 
 
+def _sparse_latent(model: ModelDescription) -> dict[str, Any]:
+    """The MLA latent width the sparse backend choice reads (vLLM: the layer's head_size)."""
+    layer = next((la for la in model.layers if la.kind is LayerKind.MLA), None)
+    if layer is None:
+        return {}
+    return {"head_size": layer.head_size, "nope": layer.qk_rope_head_dim == 0}
+
+
+def _flashinfer_sm90_note(backends: list[Backend | None], kv_dtype: str) -> list[str]:
+    if Backend.FLASHINFER_MLA_SPARSE_SM90 not in backends:
+        return []
+    return [f"sparse MLA with KV cache dtype {kv_dtype} on SM90: FlashMLA sparse takes only its "
+            "fp8_ds_mla layout, so vLLM runs FlashInfer's SM90 sparse backend "
+            "(FLASHINFER_MLA_SPARSE_SM90: plain fp8 latent rows, one byte per latent element, "
+            "576 B per token and layer for a 512 + 64 latent); "
+            "it needs the flashinfer package vLLM's wheels install (>= 0.6.18)"]
+
+
 def sparse_mla_kv_cache_dtype(kv_dtype: str, backend: Backend) -> str:
     """vLLM: mla_attention._canonicalize_sparse_mla_kv_cache_dtype — FlashMLA sparse serves any
     quantized KV but nvfp4_ds_mla as fp8_ds_mla (written back to cache_config.cache_dtype)."""
@@ -365,7 +383,9 @@ def _attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deployment, 
         return Backend.DEEPSEEK_V32_INDEXER  # vLLM: DeepseekV32IndexerCache.get_attn_backend
     is_mla = layer.kind in (LayerKind.MLA, LayerKind.SLIDING_WINDOW_MLA)
     if is_mla and sparse:
-        return select_sparse_mla_backend(kv_cache_dtype=kv_dtype, sm=dep.sm, override=override)
+        return select_sparse_mla_backend(kv_cache_dtype=kv_dtype, sm=dep.sm, override=override,
+                                         head_size=layer.head_size,
+                                         nope=layer.qk_rope_head_dim == 0)
     if diff_kv and not override and layer.head_size_v not in (None, layer.head_size):
         # vLLM: models/mimo_v2.py MiMoV2Attention — K and V of different sizes run on
         # FLASH_ATTN_DIFFKV where FA3/FA4 exist (SM90, SM10x), else TRITON_ATTN_DIFFKV
@@ -670,7 +690,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm, profile)
     if target.sparse_mla:
         kv_dtype = sparse_mla_kv_cache_dtype(kv_dtype, select_sparse_mla_backend(
-            kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend))
+            kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend,
+            **_sparse_latent(target)))
     if target.family == DSV4:
         kv_dtype = dsv4_kv_cache_dtype(kv_dtype, dep)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -741,7 +762,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if draft_kv is not None and draft_sparse:
         draft_kv = sparse_mla_kv_cache_dtype(draft_kv, select_sparse_mla_backend(
             kv_cache_dtype=draft_kv, sm=dep.sm,
-            override=dep.draft_attention_backend or dep.attention_backend))
+            override=dep.draft_attention_backend or dep.attention_backend,
+            **_sparse_latent(draft or target)))
     draft_tp = dep.draft_tensor_parallel_size or tp
     draft_causal = method not in ("dflash", "dspark")  # vLLM: use_non_causal for both drafters
     diff_kv = target.family == "mimo_v2"  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
@@ -759,6 +781,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                   sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
+    warnings += _flashinfer_sm90_note(target_backends, kv_dtype)
     if target.family == "flint":
         _check_flint(target_backends, model_dtype, kv_dtype)
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
@@ -892,12 +915,16 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         warnings.append("the model has no KV cache at all (attention-free)")
     workers = tuple({p.name: p.spec for p in plans if p.pp_stage == s} for s in range(pp))
     disable_hybrid = dep.disable_hybrid_kv_cache_manager
-    if any(layer.kind is LayerKind.CHUNKED_LOCAL for layer in target.layers) and not disable_hybrid:
-        # vLLM: VllmConfig turns the hybrid manager off for chunked local attention
-        # unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
+    if (any(layer.kind is LayerKind.CHUNKED_LOCAL for layer in target.layers)
+            and not disable_hybrid and method in HIDDEN_STATE_DRAFTS):
+        # vLLM: VllmConfig.__post_init__ — chunked local attention keeps the hybrid manager
+        # (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 in 0.31-0.34) except
+        # with a drafter that reads the target's hidden states (use_eagle /
+        # uses_target_hidden_states: EAGLE, EAGLE3, MTP, DFlash, DSpark)
         disable_hybrid = True
-        warnings.append("chunked local attention: vLLM disables the hybrid KV cache manager "
-                        "(set VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it)")
+        warnings.append(f"chunked local attention with a {method} drafter: vLLM disables the "
+                        "hybrid KV cache manager (one group; chunked layers sized as full "
+                        "attention)")
     n_mtp = target.num_nextn_predict_layers if method == "mtp" else 1
     inp = PlannerInput(
         worker_specs=workers, available_kv_bytes=(dep.available_kv_bytes,) * pp,
