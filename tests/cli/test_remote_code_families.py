@@ -60,6 +60,18 @@ def test_remote_code_needs_the_flag_as_in_vllm() -> None:
                              for w in out["warnings"] + out["notes"])
 
 
+def test_serve_lines_and_ci_files_take_the_flags(tmp_path: Path) -> None:
+    folder = CONFIGS / "FreedomIntelligence--openPangu-Embedded-7B"
+    line = f"vllm serve {folder} --kv-cache-memory-bytes 40G --max-model-len 32768"
+    assert CliRunner().invoke(app, ["check", "--serve", line]).exit_code == 1
+    assert CliRunner().invoke(app, ["check", "--serve", line + " --trust-remote-code"]
+                              ).exit_code == 0
+    ci = tmp_path / "d.toml"
+    ci.write_text(f'[[deployment]]\nname = "p"\nmodel = "{folder}"\ntrust-remote-code = true\n'
+                  'kv-cache-memory = "40GiB"\nmax-model-len = 32768\n')
+    assert CliRunner().invoke(app, ["ci", str(ci)]).exit_code == 0
+
+
 def test_upstream_remote_code_message(tmp_path: Path) -> None:
     # auto_map pointing into another repository ("ORG/NAME--module.Class"): transformers passes
     # that repository as the message head (AutoConfig.from_pretrained → resolve_trust_remote_code)
