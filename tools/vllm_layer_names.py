@@ -62,6 +62,37 @@ def pattern(name: str) -> str:
     return re.sub(r"\.(\d+)\.", ".{}.", name, count=1)
 
 
+def _per_layer_window(H, cls, arch, layers_of, base) -> bool | str:
+    """Whether vLLM's model class gives `sliding_attention` layers their own window: the same
+    architecture built with alternating layer_types (sliding, full, ...) and a 128-token window;
+    True when exactly the sliding layers' Attention carries it, "offset +N" when they carry
+    128 + N (Cohere2: the window + 1), False when the layers ignore layer_types."""
+    try:
+        n = 4
+        types = ["sliding_attention", "full_attention"] * (n // 2)
+        cfg = cls(num_hidden_layers=n, layer_types=types, sliding_window=128)
+        data = cfg.to_dict()
+        data["architectures"] = [arch]
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "config.json"), "w") as fh:
+                json.dump(data, fh)
+            vllm_config, _ = H.build_vllm_config(tmp, 256, 8192, None, [])
+            H.instantiate_model(vllm_config)
+            by_index = {}
+            for name, layer in layers_of(vllm_config, base).items():
+                m = re.search(r"\.(\d+)\.", name)
+                if m:
+                    by_index[int(m.group(1))] = getattr(layer, "sliding_window", None)
+        sliding = {by_index.get(i) for i, t in enumerate(types) if t == "sliding_attention"}
+        full = {by_index.get(i) for i, t in enumerate(types) if t != "sliding_attention"}
+        if full == {None} and len(sliding) == 1 and None not in sliding:
+            window = sliding.pop()
+            return True if window == 128 else f"offset {window - 128:+d}"
+        return False
+    except BaseException as e:  # noqa: BLE001
+        return f"not determined: {type(e).__name__}: {str(e)[:120]}"
+
+
 def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -87,6 +118,7 @@ def main() -> int:
 
     types = arch_to_model_type()
     names: dict[str, list[str]] = {}
+    windows: dict[str, bool | str] = {}
     unresolved: dict[str, str] = {}
     dist_done = False
     only = sys.argv[1:]
@@ -117,11 +149,14 @@ def main() -> int:
                 H.instantiate_model(vllm_config)
                 layers = layers_of(vllm_config, AttentionLayerBase)
                 names[arch] = sorted({pattern(k) for k in layers})
+            if "layer_types" in data and "sliding_window" in data:
+                windows[arch] = _per_layer_window(H, cls, arch, layers_of, AttentionLayerBase)
         except BaseException as e:  # noqa: BLE001
             tb = traceback.format_exc().strip().splitlines()
-            unresolved[arch] = f"{type(e).__name__}: {str(e)[:200]} [{tb[-3].strip()[:160]}]"
+            message = re.sub(r"/tmp/tmp\w+", "<tmp>", str(e))  # deterministic output
+            unresolved[arch] = f"{type(e).__name__}: {message[:200]} [{tb[-3].strip()[:160]}]"
     out = {"vllm_version": vllm.__version__, "extracted_by": "tools/vllm_layer_names.py",
-           "layer_names": names, "unresolved": unresolved}
+           "layer_names": names, "per_layer_sliding_window": windows, "unresolved": unresolved}
     with os.fdopen(real_stdout, "w") as f:
         f.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
     return 0

@@ -103,7 +103,35 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
         desc = fast[r.text_model_type](with_resolved_text(top, r), hf_quant_config)
         warnings = desc.warnings + ((note,) if note else ())
         return desc.model_copy(update={"warnings": warnings})
+    if fast is not None and "deepseek_v3" in fast and _deepseek_style_mla(r):
+        return _generic_mla(top, r, hf_quant_config, note, fast["deepseek_v3"])
     return _generic(top, r, hf_quant_config, note)
+
+
+# MLA model types without a fast adapter whose vLLM class builds one DeepSeek-style latent
+# attention per decoder layer: AXK1.py AXK1MLAAttention (MultiHeadLatentAttentionWrapper over
+# kv_lora_rank + qk_rope_head_dim), glm4_moe_lite.py Glm4MoeLiteMLAAttention
+# (DeepseekV2MLAAttention). Other MLA types (LongCat-Flash's two attentions per layer, the
+# hybrids, the MTP-only types) stay refused on the generic path.
+_DEEPSEEK_STYLE_MLA = frozenset({"axk1", "glm4_moe_lite"})
+
+
+def _deepseek_style_mla(r: Resolved) -> bool:
+    return acc.is_deepseek_mla(r) and r.text_model_type in _DEEPSEEK_STYLE_MLA
+
+
+def _generic_mla(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | None,
+                 deepseek: Callable[[Cfg, dict | None], ModelDescription]) -> ModelDescription:
+    """An MLA model type without a fast adapter whose vLLM class is DeepSeek-style (AXK1,
+    GLM-4.7-Flash's glm4_moe_lite): one latent of kv_lora_rank + qk_rope_head_dim per token and
+    layer at `model.layers.N.self_attn.attn`, so the DeepSeek adapter reads the resolved text
+    config (transformers' defaults filled in)."""
+    desc = deepseek(with_resolved_text(top, r), hf_quant_config)
+    what = _what(r, architectures(top))
+    warnings = desc.warnings + ((note,) if note else ()) + (
+        f"no fast kvplan adapter for {what}: planned as DeepSeek-style multi-head latent "
+        "attention (vLLM's DeepseekV2MLAAttention) from the transformers-resolved config",)
+    return desc.model_copy(update={"warnings": warnings, "model_type": r.model_type})
 
 
 def _what(r: Resolved, archs: tuple[str, ...]) -> str:
@@ -152,7 +180,10 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     per_layer_cfgs = acc.per_layer_text_configs(r)
     window = acc.sliding_window(r)
     model_window = acc.cache_sliding_window(r)
-    per_layer_window = coverage.uses_per_layer_window(arch)
+    from kvplan.models.resolution.layer_names import sliding_window_rule
+    per_layer_rule, window_offset = sliding_window_rule(archs)
+    per_layer_window = (per_layer_rule if per_layer_rule is not None
+                        else coverage.uses_per_layer_window(arch))
     # vLLM's module path of each attention layer (tools/vllm_layer_names.py), e.g. Falcon's
     # transformer.h.{}.self_attention.attn; the Llama-style path when not known
     from kvplan.models.resolution.layer_names import attention_layer_pattern
@@ -172,7 +203,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         # vLLM: Attention.__init__ — per_layer_sliding_window, else CacheConfig.sliding_window
         layer_window = model_window
         if types is not None and types[i] == "sliding_attention" and per_layer_window:
-            layer_window = window
+            # vLLM's class may widen it (Cohere2: window + 1, commandr.py)
+            layer_window = window + window_offset if window is not None else None
         name = pattern.format(i) if pattern else attn_name(i)
         layers.append(attention(i, name, kv_heads=kv, head_size=hd, window=layer_window))
     max_len, _ = acc.derive_max_model_len(r)

@@ -163,11 +163,27 @@ def test_transformers_validation_error_is_a_config_error() -> None:
         describe_model(config, source="edited")
 
 
-def test_mla_config_through_the_generic_path_is_refused() -> None:
-    # an MLA model type (vLLM's is_deepseek_mla list) with no fast adapter: the generic path
-    # would size it as plain attention, so it refuses, naming MLA
+def test_deepseek_style_mla_without_adapter_plans_as_deepseek() -> None:
+    # glm4_moe_lite (GLM-4.7-Flash) has no fast adapter; vLLM's glm4_moe_lite.py builds
+    # Glm4MoeLiteMLAAttention(DeepseekV2MLAAttention) on every layer: one latent head of
+    # kv_lora_rank 512 + qk_rope_head_dim 64 = 576 per token, 61 layers (DeepSeek-V3's values),
+    # at model.layers.N.self_attn.attn
     config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["Glm4MoeLiteForCausalLM"],
                     ("model_type",), "glm4_moe_lite")
+    m = describe_model(config, source="edited")
+    assert m.model_type == "glm4_moe_lite" and len(m.layers) == 61
+    assert {(layer.kind.value, layer.num_kv_heads, layer.head_size) for layer in m.layers} == {
+        ("mla", 1, 576)}
+    assert m.layers[60].name == "model.layers.60.self_attn.attn"
+    assert any("DeepSeek-style multi-head latent attention" in w for w in m.warnings)
+
+
+def test_other_mla_config_through_the_generic_path_is_refused() -> None:
+    # an MLA model type (vLLM's is_deepseek_mla list) whose vLLM class is not one DeepSeek-style
+    # latent attention per layer (LongCat-Flash: two per layer): the generic path would size it
+    # as plain attention, so it refuses, naming MLA
+    config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["LongcatFlashForCausalLM"],
+                    ("model_type",), "longcat_flash")
     with pytest.raises(UnsupportedError, match="multi-head latent attention"):
         describe_model(config, source="edited")
 
@@ -230,3 +246,33 @@ def test_qwen3_vl_32b_sibling_plans_with_no_new_code() -> None:
     assert len(m.layers) == 64
     assert _shape(m) == {("full_attention", 8, 128, None)}
     assert (m.max_position_embeddings, m.dtype) == (262144, "bfloat16")
+
+
+def test_cohere2_sliding_layers_see_one_token_more() -> None:
+    # Cohere2ForCausalLM → commandr.py CohereAttention: a sliding_attention layer passes
+    # per_layer_sliding_window = config.sliding_window + 1 (its training convention sees
+    # [pos - window, pos]); full layers none, and CacheConfig.sliding_window is cleared because
+    # layer_types is set. 4 layers (3 sliding, 1 full), 2 KV heads, head size 1024 / 8 = 128
+    config = {"architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2",
+              "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
+              "num_key_value_heads": 2, "sliding_window": 4096, "max_position_embeddings": 8192,
+              "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+              "torch_dtype": "bfloat16"}
+    m = describe_model(config, source="hand-made cohere2")
+    assert [layer.sliding_window for layer in m.layers] == [4097, 4097, 4097, None]
+    assert m.model_sliding_window is None
+
+
+def test_per_layer_window_rule_comes_from_vllms_classes() -> None:
+    # tools/vllm_layer_names.py builds each class with alternating layer_types and a 128-token
+    # window and reads each Attention's sliding_window: granitemoe.py passes
+    # per_layer_sliding_window from granite_layer_attn_params (the static registry scan does not
+    # see it), Qwen2MoeForCausalLM ignores layer_types, Cohere2 adds one token
+    from kvplan.models.coverage import uses_per_layer_window
+    from kvplan.models.resolution.layer_names import sliding_window_rule
+
+    assert sliding_window_rule(("GraniteMoeSWAForCausalLM",)) == (True, 0)
+    assert not uses_per_layer_window("GraniteMoeSWAForCausalLM")
+    assert sliding_window_rule(("Qwen2MoeForCausalLM",)) == (False, 0)
+    assert sliding_window_rule(("Cohere2ForCausalLM",)) == (True, 1)
+    assert sliding_window_rule(("NoSuchForCausalLM",)) == (None, 0)

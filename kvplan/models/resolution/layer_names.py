@@ -36,6 +36,21 @@ def language_model_prefix(archs: tuple[str, ...]) -> str | None:
     return None
 
 
+def sliding_window_rule(archs: tuple[str, ...]) -> tuple[bool | None, int]:
+    """(whether vLLM's model class gives each `sliding_attention` layer its own window, the
+    tokens it adds to the config's window) for the first of `archs` whose class was built with
+    alternating layer_types (tools/vllm_layer_names.py; Cohere2 adds 1, commandr.py); (None, 0)
+    when not extracted."""
+    table = _load(LAYER_NAMES_FILE, "per_layer_sliding_window")
+    for arch in archs:
+        rule = table.get(arch)
+        if rule is True or rule is False:
+            return rule, 0
+        if isinstance(rule, str) and rule.startswith("offset "):
+            return True, int(rule.removeprefix("offset "))
+    return None, 0
+
+
 def attention_layer_pattern(archs: tuple[str, ...]) -> str | None:
     """The name vLLM's model class gives each attention layer, `{}` for the layer index, for the
     first of `archs` whose model class was extracted; None when unknown or not one pattern."""
