@@ -67,6 +67,22 @@ def set_gpu_constants(gpu: str) -> None:
     H.H100_NAME, H.H100_SMS, H.H100_TOTAL_MEMORY = name, sms, total
 
 
+def patch_nvidia_artifactory() -> None:
+    """EXT 7: vllm.utils.flashinfer.has_nvidia_artifactory() → True. vLLM asks whether FlashInfer
+    can fetch its TRT-LLM cubins (the flashinfer-cubin package, else an HTTP GET to NVIDIA's
+    artifactory); a GPU server with network access answers yes, this offline CPU box no. It gates
+    TRT-LLM attention (SM100: FlashInfer's larger kernel block sizes, NVFP4 KV) — the answer of
+    a stock online install."""
+    from vllm.utils import flashinfer as fi
+
+    fi.has_nvidia_artifactory = lambda: True
+    for name in ("supports_trtllm_attention",):
+        fn = getattr(fi, name, None)
+        if fn is not None and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+    _note("vllm.utils.flashinfer.has_nvidia_artifactory() = True (an online GPU server)")
+
+
 def install_gpu_platform(gpu: str, world_size: int) -> None:
     """The harness's CUDA platform (device queries only) with this GPU's compute capability and
     `world_size` devices; torch.cuda's capability query likewise. The harness's platform object
@@ -81,6 +97,15 @@ def install_gpu_platform(gpu: str, world_size: int) -> None:
         lambda c, device_id=0: DeviceCapability(major=major, minor=minor))
     cls.device_count = classmethod(lambda c: max(1, world_size))  # type: ignore[method-assign]
     torch.cuda.get_device_capability = lambda device=None: (major, minor)  # type: ignore[assignment]
+    # EXT 8: torch.cuda.get_device_properties(...) — the GPU's name, capability, SM count and
+    # memory (FlashInfer's attention impl sizes its scheduler by the SM count)
+    props = types.SimpleNamespace(name=name, major=major, minor=minor,
+                                  multi_processor_count=GPUS[gpu][2],
+                                  total_memory=GPUS[gpu][3])
+    torch.cuda.get_device_properties = lambda device=None: props  # type: ignore[assignment]
+    # EXT 6: FlashMLA sparse's impl sizes its scheduler by the SM count of
+    # torch.accelerator.current_device_index() (a device query; no CPU torch answers it)
+    torch.accelerator.current_device_index = lambda: 0  # type: ignore[assignment]
     _note(f"platform and torch.cuda report {name!r}, compute capability {major}.{minor}, "
           f"{max(1, world_size)} device(s)")
 
@@ -88,6 +113,20 @@ def install_gpu_platform(gpu: str, world_size: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # EXT 2: tensor parallelism on one process
 # ---------------------------------------------------------------------------------------------
+def init_workspace(vllm_config) -> None:
+    """EXT 9: what the GPU Worker's init_device does before it loads a model —
+    `init_workspace_manager(device)` (kernel scratch space some attention impls reserve in
+    `__init__`, e.g. FlashInfer's sparse MLA on SM100), on the meta device: no KV cache."""
+    import torch
+
+    try:
+        from vllm.v1.worker.workspace import init_workspace_manager
+    except ImportError:
+        return
+    init_workspace_manager(torch.device("meta"))
+    _note("init_workspace_manager(meta), as Worker.init_device does before loading the model")
+
+
 def fake_tp_world(tp: int) -> None:
     """After the harness's world-size-1 gloo group and `ensure_model_parallel_initialized(1, 1)`,
     the TP GroupCoordinator claims `tp` ranks, this process being rank 0. Layers read
@@ -233,6 +272,7 @@ def main(argv=None) -> int:
         H.patch_torch_cuda()
         install_gpu_platform(a.gpu, a.tp)
         alias_planner_module()
+        patch_nvidia_artifactory()
         H.patch_registry_subprocess()
         logging.getLogger("vllm").addHandler(_Cap())
 
@@ -265,6 +305,7 @@ def main(argv=None) -> int:
         with set_current_vllm_config(vllm_config, check_compile=False):
             H.init_dist()
             fake_tp_world(a.tp)
+            init_workspace(vllm_config)
 
         stage = "model"
         model = H.instantiate_model(vllm_config)
