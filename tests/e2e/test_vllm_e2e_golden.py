@@ -73,10 +73,13 @@ def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
     outcome = golden["outcome"]
     if outcome == "VLLM_STARTUP_ERROR":
         # vLLM's own backend / block-size / grouping code refused to start (e.g. no attention
-        # backend for this GPU): kvplan refuses too, or plans a deployment that does not start
+        # backend for this GPU): kvplan refuses with vLLM's words, or plans a deployment that
+        # does not start
         try:
             plan = kvplan.check(model, **_flags(golden))
-        except KvplanError:
+        except StartupError as err:
+            assert kvplan_message(err, config_path) == vllm_message(
+                golden["vllm_error"]["message"])
             return
         assert not plan.fits, golden["vllm_error"]
         return
