@@ -19,7 +19,7 @@ from kvplan.models.description import (
     QuantizationInfo,
     RopeScaling,
 )
-from kvplan.models.max_len import POSSIBLE_KEYS
+from kvplan.models.resolution.max_len import POSSIBLE_KEYS
 
 _MISSING: Any = object()
 
@@ -336,8 +336,8 @@ def max_positions(text: Cfg, top: Cfg | None = None) -> int | None:
     value = text.get_int("max_position_embeddings", None)
     if value is not None or top is None:
         return value
-    from kvplan.models.accessors import derive_max_model_len
-    from kvplan.models.resolve import resolve
+    from kvplan.models.resolution.accessors import derive_max_model_len
+    from kvplan.models.resolution.resolve import resolve
     try:
         derived, key = derive_max_model_len(resolve(top.data, top.source))
     except KvplanError:

@@ -2,7 +2,7 @@
 
 A `ModelDescription` holds what the checkpoint says (kinds, total heads, head dims, windows,
 MLA ranks, state-space dims, dtypes, quantization). It knows nothing of vLLM's rules: per-rank
-division, block sizes and page sizes are applied later (`kvplan.models.build`).
+division, block sizes and page sizes are applied later (`kvplan.engines.vllm.build`).
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ def test_logged_terms_are_set_beside_kvplans_estimate() -> None:
     the same deployment: every estimated column is the estimate's own term."""
     from pathlib import Path
 
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.sources.vllm_log import LoggedMemory
 

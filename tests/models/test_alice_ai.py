@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import check_h100_x8, h100_tp8, indices
 

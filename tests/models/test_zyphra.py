@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, MambaType
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import CcaDims, LayerKind, Mamba2Dims
 from tests.models.helpers import (
     HF_CONFIGS,
