@@ -31,8 +31,8 @@ _Adapter = Callable[[Cfg, "dict[str, Any] | None"], ModelDescription]
 
 
 class _Ref(NamedTuple):
-    """A fast adapter by name: `kvplan.models.<module>.<function>` (`families.<family>`, or
-    `pooling` for encoder-only models), with its `family` if shared."""
+    """A fast adapter by name: `kvplan.models.families.<module>.<function>`,
+    with its `family` if shared."""
 
     module: str
     function: str
@@ -45,7 +45,7 @@ class _Ref(NamedTuple):
         return self.family or self.function.removeprefix("describe_")
 
     def load(self) -> _Adapter:
-        fn = getattr(import_module(f"kvplan.models.{self.module}"), self.function)
+        fn = getattr(import_module(f"kvplan.models.families.{self.module}"), self.function)
         kwargs = {**({"family": self.family} if self.family else {}), **dict(self.options)}
         return partial(fn, **kwargs) if kwargs else fn
 
@@ -73,59 +73,59 @@ class _Adapters(Mapping[str, _Adapter]):
         return key in self.refs
 
 
-_LLAMA = _Ref("families.llama", "describe_llama", "llama")
-_MISTRAL = _Ref("families.llama", "describe_llama", "mistral")
-_MIXTRAL = _Ref("families.llama", "describe_llama", "mixtral")
-_LLAMA4 = _Ref("families.llama", "describe_llama4")
-_QWEN2 = _Ref("families.qwen", "describe_qwen_dense", "qwen2")
-_QWEN3 = _Ref("families.qwen", "describe_qwen_dense", "qwen3")
-_QWEN3_MOE = _Ref("families.qwen", "describe_qwen_dense", "qwen3_moe")
-_QWEN3_NEXT = _Ref("families.qwen", "describe_qwen_gdn", "qwen3_next")
-_QWEN3_5 = _Ref("families.qwen", "describe_qwen_gdn", "qwen3_5")
+_LLAMA = _Ref("llama", "describe_llama", "llama")
+_MISTRAL = _Ref("llama", "describe_llama", "mistral")
+_MIXTRAL = _Ref("llama", "describe_llama", "mixtral")
+_LLAMA4 = _Ref("llama", "describe_llama4")
+_QWEN2 = _Ref("qwen", "describe_qwen_dense", "qwen2")
+_QWEN3 = _Ref("qwen", "describe_qwen_dense", "qwen3")
+_QWEN3_MOE = _Ref("qwen", "describe_qwen_dense", "qwen3_moe")
+_QWEN3_NEXT = _Ref("qwen", "describe_qwen_gdn", "qwen3_next")
+_QWEN3_5 = _Ref("qwen", "describe_qwen_gdn", "qwen3_5")
 # multimodal wrappers around vLLM's Qwen3.5 language model (Qwen3_5ForCausalLM, or the same
 # GDN + gated-attention layers: interns2_mobius.py), planned with the encoder-cache note
-_QWEN3_5_LM = _Ref("families.qwen", "describe_qwen_gdn", "qwen3_5", (("encoder_note", True),))
-_DEEPSEEK = _Ref("families.deepseek", "describe_deepseek")
-_GEMMA2 = _Ref("families.gemma", "describe_gemma2_3", "gemma2")
-_GEMMA3 = _Ref("families.gemma", "describe_gemma2_3", "gemma3")
-_GEMMA4 = _Ref("families.gemma", "describe_gemma4")
-_GPT_OSS = _Ref("families.gpt_oss", "describe_gpt_oss")
-_MAMBA1 = _Ref("families.mamba", "describe_mamba1")
-_MAMBA2 = _Ref("families.mamba", "describe_mamba2")
-_JAMBA = _Ref("families.mamba", "describe_jamba")
-_NEMOTRON_H = _Ref("families.mamba", "describe_nemotron_h")
-_FALCON_H1 = _Ref("families.mamba", "describe_falcon_h1")
-_GRANITE_HYBRID = _Ref("families.mamba", "describe_granite_hybrid")
-_LFM2 = _Ref("families.lfm2", "describe_lfm2")
-_MINIMAX_M2 = _Ref("families.minimax", "describe_minimax_m2")
-_MINIMAX_M3_SPARSE = _Ref("families.minimax", "describe_minimax_m3_sparse")
-_MIMO_V2 = _Ref("families.mimo", "describe_mimo_v2")
-_CHATGLM = _Ref("families.chatglm", "describe_chatglm")
-_EXAONE = _Ref("families.exaone", "describe_exaone")
-_INTERNLM2 = _Ref("families.internlm2", "describe_internlm2")
-_MINICPM3 = _Ref("families.minicpm3", "describe_minicpm3")
-_NEMOTRON_NAS = _Ref("families.nemotron_nas", "describe_nemotron_nas")
-_KIMI_LINEAR = _Ref("families.kimi", "describe_kimi_linear")
-_DEEPSEEK_V4 = _Ref("families.deepseek_v4", "describe_deepseek_v4")
-_DEEPSEEK_V41 = _Ref("families.deepseek_v4", "describe_deepseek_v41")
-_GLM5_NEXT = _Ref("families.glm5next", "describe_glm5_next")
-_LFM2_MOE = _Ref("families.lfm2", "describe_lfm2_moe")
-_LFM2_VL = _Ref("families.lfm2", "describe_lfm2_vl")
-_LFM3 = _Ref("families.lfm2", "describe_lfm3")
-_OLMO_HYBRID = _Ref("families.olmo", "describe_olmo_hybrid")
-_ZAMBA2 = _Ref("families.zyphra", "describe_zamba2")
-_ZAYA = _Ref("families.zyphra", "describe_zaya")
-_GEMMA3N = _Ref("families.gemma", "describe_gemma3n")
-_FLINT = _Ref("families.flint", "describe_flint")
-_OPENPANGU = _Ref("families.openpangu", "describe_openpangu")
-_WHISPER = _Ref("families.encdec", "describe_whisper")
-_CANARY = _Ref("families.encdec", "describe_canary")
-_COHERE_ASR = _Ref("families.encdec", "describe_cohere_asr")
-_BAILING_V2_5 = _Ref("families.bailing", "describe_bailing_v2_5")
-_BAILING_V3 = _Ref("families.bailing", "describe_bailing_v3")
-_ALICE_AI = _Ref("families.kimi", "describe_alice_ai")
-_INKLING = _Ref("families.inkling", "describe_inkling")
-_ENCODER_ONLY = _Ref("pooling", "describe_encoder_only")
+_QWEN3_5_LM = _Ref("qwen", "describe_qwen_gdn", "qwen3_5", (("encoder_note", True),))
+_DEEPSEEK = _Ref("deepseek", "describe_deepseek")
+_GEMMA2 = _Ref("gemma", "describe_gemma2_3", "gemma2")
+_GEMMA3 = _Ref("gemma", "describe_gemma2_3", "gemma3")
+_GEMMA4 = _Ref("gemma", "describe_gemma4")
+_GPT_OSS = _Ref("gpt_oss", "describe_gpt_oss")
+_MAMBA1 = _Ref("mamba", "describe_mamba1")
+_MAMBA2 = _Ref("mamba", "describe_mamba2")
+_JAMBA = _Ref("mamba", "describe_jamba")
+_NEMOTRON_H = _Ref("mamba", "describe_nemotron_h")
+_FALCON_H1 = _Ref("mamba", "describe_falcon_h1")
+_GRANITE_HYBRID = _Ref("mamba", "describe_granite_hybrid")
+_LFM2 = _Ref("lfm2", "describe_lfm2")
+_MINIMAX_M2 = _Ref("minimax", "describe_minimax_m2")
+_MINIMAX_M3_SPARSE = _Ref("minimax", "describe_minimax_m3_sparse")
+_MIMO_V2 = _Ref("mimo", "describe_mimo_v2")
+_CHATGLM = _Ref("chatglm", "describe_chatglm")
+_EXAONE = _Ref("exaone", "describe_exaone")
+_INTERNLM2 = _Ref("internlm2", "describe_internlm2")
+_MINICPM3 = _Ref("minicpm3", "describe_minicpm3")
+_NEMOTRON_NAS = _Ref("nemotron_nas", "describe_nemotron_nas")
+_KIMI_LINEAR = _Ref("kimi", "describe_kimi_linear")
+_DEEPSEEK_V4 = _Ref("deepseek_v4", "describe_deepseek_v4")
+_DEEPSEEK_V41 = _Ref("deepseek_v4", "describe_deepseek_v41")
+_GLM5_NEXT = _Ref("glm5next", "describe_glm5_next")
+_LFM2_MOE = _Ref("lfm2", "describe_lfm2_moe")
+_LFM2_VL = _Ref("lfm2", "describe_lfm2_vl")
+_LFM3 = _Ref("lfm2", "describe_lfm3")
+_OLMO_HYBRID = _Ref("olmo", "describe_olmo_hybrid")
+_ZAMBA2 = _Ref("zyphra", "describe_zamba2")
+_ZAYA = _Ref("zyphra", "describe_zaya")
+_GEMMA3N = _Ref("gemma", "describe_gemma3n")
+_FLINT = _Ref("flint", "describe_flint")
+_OPENPANGU = _Ref("openpangu", "describe_openpangu")
+_WHISPER = _Ref("encdec", "describe_whisper")
+_CANARY = _Ref("encdec", "describe_canary")
+_COHERE_ASR = _Ref("encdec", "describe_cohere_asr")
+_BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
+_BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
+_ALICE_AI = _Ref("kimi", "describe_alice_ai")
+_INKLING = _Ref("inkling", "describe_inkling")
+_ENCODER_ONLY = _Ref("encoder_only", "describe_encoder_only")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({

@@ -21,7 +21,7 @@ from kvplan.models._common import (
     positive_window,
 )
 from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.families.llama import llama_layers
+from kvplan.models.families._shared import DSV4, dsv4_layer_caches, llama_layers
 from kvplan.models.quant import quantization_info
 
 DRAFT_METHODS = ("dflash", "eagle", "eagle3", "dspark")
@@ -196,7 +196,6 @@ def dspark_layers(cfg: Cfg, archs: tuple[str, ...], first: int
         raise UnsupportedError(
             f"{cfg.source}: only DeepSeek-V4's DSpark draft (DSparkDraftModel) is modelled; "
             f"got {', '.join(archs) or 'no architectures'}", hint=SPECS_HINT)
-    from kvplan.models.families.deepseek_v4 import dsv4_layer_caches
     n = cfg.get_int("num_hidden_layers", None) or first
     count = cfg.get_int("n_mtp_layers", None) or 3
     head_dim = cfg.int_default("head_dim", 512)
@@ -252,7 +251,6 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
         layers = dflash_layers(cfg, first, target_window)
         family = "dspark"
     elif method == "dspark":
-        from kvplan.models.families.deepseek_v4 import DSV4
         layers, first = dspark_layers(cfg, archs, first)
         family = DSV4
     elif method == "dflash":

@@ -111,7 +111,7 @@ def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
             int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40))
     elif model_type == "deepseek_v2":
         # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
-        from kvplan.models.families.deepseek import DEEPSEEK_V2_DEFAULTS
+        from kvplan.models.families._shared import DEEPSEEK_V2_DEFAULTS
         extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
     elif model_type == "internlm2":
         # remote InternLM2Config defaults; vLLM internlm2.py: wqkv/wo bias=False

@@ -15,23 +15,9 @@ from kvplan.models._common import (
     num_layers_of,
     text_cfg,
 )
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
+from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.families._shared import DEEPSEEK_V2_DEFAULTS, indexer_cache
 from kvplan.models.quant import quantization_info
-
-# vLLM: DeepseekV32Indexer.quant_block_size — one fp32 scale (4 bytes) per 128 fp8 values
-INDEXER_QUANT_BLOCK = 128
-
-
-def indexer_cache(index: int, prefix: str, index_head_dim: int) -> LayerDescription:
-    """The indexer's K cache, `{prefix}.indexer.k_cache`.
-
-    vLLM: deepseek_v32/attention.py DeepseekV32Indexer (head_dim = index_head_dim +
-    index_head_dim // 128 * 4, dtype uint8) → deepseek_v2.py DeepseekV32IndexerCache.
-    """
-    return LayerDescription(
-        index=index, name=f"{prefix}.indexer.k_cache", kind=LayerKind.MLA_INDEXER,
-        num_kv_heads=1, head_size=index_head_dim + index_head_dim // INDEXER_QUANT_BLOCK * 4,
-        head_size_v=0, index_head_dim=index_head_dim, fixed_dtype="uint8")
 
 
 def skip_topk_layers(cfg: Cfg, n: int) -> set[int]:
@@ -58,13 +44,6 @@ def skip_topk_layers(cfg: Cfg, n: int) -> set[int]:
     return skip
 
 
-# transformers DeepseekV2Config defaults (models/deepseek_v2/configuration_deepseek_v2.py), which
-# vLLM also applies to DeepSeek-VL2's language_config (configs/deepseek_vl2.py DeepseekVLV2TextConfig)
-DEEPSEEK_V2_DEFAULTS = {
-    "num_hidden_layers": 32, "num_attention_heads": 32, "kv_lora_rank": 512, "q_lora_rank": 1536,
-    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-    "max_position_embeddings": 2048, "n_routed_experts": 64, "n_shared_experts": 2,
-    "moe_intermediate_size": 1407, "first_k_dense_replace": 0}
 _KV_FIELDS = ("num_hidden_layers", "num_attention_heads", "kv_lora_rank", "qk_rope_head_dim",
               "qk_nope_head_dim", "max_position_embeddings")
 

@@ -8,20 +8,15 @@ from typing import Any
 
 from kvplan.errors import UnsupportedError
 from kvplan.models._common import SPECS_HINT, Cfg, finish, num_layers_of, text_cfg
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.families.deepseek import INDEXER_QUANT_BLOCK
+from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.families._shared import DSV4, dsv4_layer_caches
 from kvplan.models.quant import quantization_info
 
-DSV4 = "deepseek_v4"
 SLIDING, CSA, HCA = ("sliding_attention", "compressed_sparse_attention",
                      "heavily_compressed_attention")
 # transformers: configuration_deepseek_v4.py _COMPRESS_RATIO_TO_LAYER_TYPE / default_compress_rates
 _RATIO_TO_TYPE = {0: SLIDING, 4: CSA, 128: HCA}
 _DEFAULT_RATES = {CSA: 4, HCA: 128}
-# vLLM: v1/attention/backends/mla/sparse_swa.py DeepseekV4SWACache(block_size=64)
-SWA_CACHE_BLOCK = 64
-# vLLM: models/deepseek_v4/compressor.py CompressorStateCache — block 4 (C4) / 8 (C128)
-COMPRESSOR_BLOCK = {4: 4, 128: 8}
 
 
 def _layer_types(text: Cfg, n: int) -> list[str]:
@@ -54,44 +49,6 @@ def _compress_rates(text: Cfg) -> dict[str, int]:
         if text.present(key):
             rates[kind] = text.req_int(key)
     return rates
-
-
-def dsv4_layer_caches(index: int, prefix: str, *, ratio: int, head_dim: int,
-                      window: int, index_head_dim: int) -> list[LayerDescription]:
-    """The KV-cache layers one DeepseekV4DecoderLayer registers, in vLLM's order.
-
-    vLLM (models/deepseek_v4/attention.py DeepseekV4Attention.__init__): the indexer first
-    (ratio 4: its K cache, then its compressor's state ring), then `.swa_cache`
-    (DeepseekV4SWACache), then the layer itself (a compressed MLA cache when ratio > 1,
-    get_kv_cache_spec L817), then its compressor's state ring (compressor.py L297).
-    """
-    out: list[LayerDescription] = []
-
-    def ring(name: str, dim: int) -> LayerDescription:
-        # CompressorStateCache: state_dim = 2 · coff · head_dim (kv + score), coff = 1 + (r == 4),
-        # window coff · ratio, fp32
-        coff = 1 + (ratio == 4)
-        return LayerDescription(index=index, name=name, kind=LayerKind.COMPRESSOR_STATE,
-                                num_kv_heads=1, head_size=2 * coff * dim, head_size_v=0,
-                                sliding_window=coff * ratio, block_size=COMPRESSOR_BLOCK[ratio])
-
-    if ratio == 4:
-        out.append(LayerDescription(
-            index=index, name=f"{prefix}.indexer.k_cache", kind=LayerKind.MLA_INDEXER,
-            num_kv_heads=1, head_size=index_head_dim + index_head_dim // INDEXER_QUANT_BLOCK * 4,
-            head_size_v=0, index_head_dim=index_head_dim, tokens_per_state=ratio,
-            model_version=DSV4, fixed_dtype="uint8"))
-        out.append(ring(f"{prefix}.indexer.compressor.state_cache", index_head_dim))
-    out.append(LayerDescription(
-        index=index, name=f"{prefix}.swa_cache", kind=LayerKind.SLIDING_WINDOW_MLA,
-        num_kv_heads=1, head_size=head_dim, head_size_v=0, sliding_window=window,
-        block_size=SWA_CACHE_BLOCK, model_version=DSV4))
-    if ratio > 1:
-        out.append(LayerDescription(
-            index=index, name=prefix, kind=LayerKind.MLA, num_kv_heads=1, head_size=head_dim,
-            head_size_v=0, tokens_per_state=ratio, model_version=DSV4))
-        out.append(ring(f"{prefix}.compressor.state_cache", head_dim))
-    return out
 
 
 def describe_deepseek_v4(top: Cfg, hf_quant_config: dict[str, Any] | None) -> ModelDescription:

@@ -7,8 +7,7 @@ from typing import Any
 
 from kvplan.models._common import Cfg, attn_name, finish, mla, num_layers_of, text_cfg
 from kvplan.models.description import GdnDims, LayerDescription, LayerKind, ModelDescription
-from kvplan.models.families.deepseek import indexer_cache
-from kvplan.models.families.kimi import KIMI_K3, KIMI_K3_FLASHKDA
+from kvplan.models.families._shared import KIMI_K3, KIMI_K3_FLASHKDA, indexer_cache
 from kvplan.models.quant import quantization_info
 from kvplan.models.resolution.resolved import encoder_cache_note
 

@@ -23,9 +23,9 @@ from kvplan.models._common import (
     unsupported_layer_type,
 )
 from kvplan.models.description import GdnDims, LayerDescription, LayerKind, ModelDescription
+from kvplan.models.families._shared import KIMI_K3, KIMI_K3_FLASHKDA
 from kvplan.models.quant import quantization_info
 
-KIMI_K3, KIMI_K3_FLASHKDA = "kimi_k3", "kimi_k3_flashkda"  # LayerDescription.model_version
 # vLLM: transformers_utils/configs/kimi_linear.py KimiLinearConfig(max_position_embeddings=4096)
 KIMI_LINEAR_DEFAULT_MAX_POSITIONS = 4096
 

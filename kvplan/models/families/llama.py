@@ -9,13 +9,11 @@ from kvplan.models._common import (
     finish,
     head_dim_of,
     kv_heads_of,
-    layer_types,
-    model_level_window,
     num_layers_of,
-    positive_window,
     text_cfg,
 )
-from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.description import ModelDescription
+from kvplan.models.families._shared import llama_layers
 from kvplan.models.quant import quantization_info
 
 # transformers defaults that matter for the KV cache when a field is absent.
@@ -23,40 +21,6 @@ _DEFAULTS = {
     # MistralConfig: sliding_window=4096, num_key_value_heads=8
     "mistral": {"sliding_window": 4096, "num_key_value_heads": 8},
 }
-
-
-def llama_layers(cfg: Cfg, *, window_default: int | None = None, kv_default: int | None = None,
-                 first_index: int = 0, is_draft: bool = False,
-                 target_window: int | None = None,
-                 ) -> tuple[list[LayerDescription], int | None]:
-    """LlamaAttention layers (vLLM: models/llama.py LlamaAttention.__init__).
-
-    A `layer_types` entry "sliding_attention" gives that layer `sliding_window`; every other layer
-    gets the model-level window (set only when layer_types is absent or all sliding).
-    `first_index` numbers the layers from there (a draft head's layers follow the target's:
-    vLLM start_layer_id); `layer_types` stays draft-relative (vLLM: config.target_layer_count).
-    A draft head (`is_draft`) shares the target's CacheConfig, so its fallback is the target's
-    model-level window `target_window`, not one from the draft config.
-    Returns the layers and the model-level window.
-    """
-    n = num_layers_of(cfg)
-    kv = kv_heads_of(cfg, kv_default)
-    hd = head_dim_of(cfg)
-    if cfg.present("sliding_window"):
-        sw = positive_window(cfg)
-    else:
-        sw = window_default
-    types = layer_types(cfg, n)
-    fallback = target_window if is_draft else model_level_window(sw, types)
-    layers = []
-    for i in range(n):
-        window = fallback
-        if types is not None and types[i] == "sliding_attention":
-            window = sw
-        idx = first_index + i
-        layers.append(attention(idx, attn_name(idx), kv_heads=kv, head_size=hd,
-                                window=window))
-    return layers, fallback
 
 
 def describe_llama(top: Cfg, hf_quant_config: dict | None, *, family: str = "llama"

@@ -17,7 +17,8 @@ from kvplan.models._common import (
     text_cfg,
     unsupported_layer_type,
 )
-from kvplan.models.description import GdnDims, LayerDescription, LayerKind, ModelDescription
+from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
+from kvplan.models.families._shared import gdn_dims
 from kvplan.models.quant import quantization_info
 from kvplan.models.resolution.resolved import encoder_cache_note
 
@@ -85,17 +86,6 @@ def describe_qwen_dense(top: Cfg, hf_quant_config: dict | None, *, family: str
 
 
 # --- GDN hybrids ---------------------------------------------------------------------------
-
-def gdn_dims(cfg: Cfg) -> GdnDims:
-    """vLLM: layers/mamba/gdn/qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention.__init__."""
-    why = "the gated delta net state"
-    return GdnDims(
-        num_k_heads=cfg.req_int("linear_num_key_heads", why),
-        num_v_heads=cfg.req_int("linear_num_value_heads", why),
-        head_k_dim=cfg.req_int("linear_key_head_dim", why),
-        head_v_dim=cfg.req_int("linear_value_head_dim", why),
-        conv_kernel=cfg.req_int("linear_conv_kernel_dim", why),
-    )
 
 
 def _hybrid_types(cfg: Cfg, n: int) -> list[str]:

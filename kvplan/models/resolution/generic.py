@@ -20,7 +20,7 @@ from kvplan.models._common import (
     text_cfg,
 )
 from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.families.qwen import gdn_dims
+from kvplan.models.families._shared import gdn_dims
 from kvplan.models.quant import quantization_info
 
 _KNOWN = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
