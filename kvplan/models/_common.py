@@ -393,6 +393,7 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         max_pos = max_positions(text, top)  # absent → transformers' class default (lazy)
         if max_pos is not None and not lengths:
             lengths["max_position_embeddings"] = max_pos
+    is_encoder_decoder = bool(top.get("is_encoder_decoder", False))
     return ModelDescription(
         source=top.source,
         model_type=model_type or str(top.get("model_type", text.get("model_type", ""))),
@@ -409,7 +410,9 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         max_length_fields=tuple(lengths.items()),
         rope_scaling=rope_scaling(text),
         use_mla=use_mla,
-        is_encoder_decoder=bool(top.get("is_encoder_decoder", False)),
+        is_encoder_decoder=is_encoder_decoder,
+        # vLLM's encoder-decoder models are not SupportsPP (ModelConfig.verify_with_parallel_config)
+        supports_pipeline_parallel=not is_encoder_decoder,
         warnings=tuple(top.warnings),
     )
 

@@ -20,7 +20,7 @@ from kvplan.models._common import (
     num_layers_of,
     positive_window,
 )
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
+from kvplan.models.description import FAMILY_RULES, FP8_DS_MLA, LayerDescription, LayerKind, ModelDescription
 from kvplan.models.families._shared import DSV4, dsv4_layer_caches, llama_layers
 from kvplan.models.quant import quantization_info
 
@@ -240,6 +240,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     first = _target_layers(target, cfg)
     target_window = target.model_sliding_window if target is not None else None
     archs = architectures(cfg) or architectures(top)
+    rules: dict[str, Any] = {}  # family rules of the draft's own layers (ModelDescription)
     if cfg.get("model_type") == "qwen3" and not cfg.has("head_dim"):
         cfg.warn("qwen3 draft without head_dim: used Qwen3Config's default 128")
         cfg = Cfg({**cfg.data, "head_dim": 128}, cfg.source, cfg.path, cfg.warnings)
@@ -253,6 +254,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     elif method == "dspark":
         layers, first = dspark_layers(cfg, archs, first)
         family = DSV4
+        rules["mla_kv_layout"] = FP8_DS_MLA  # DeepseekV4DecoderLayers: the fp8_ds_mla layout
     elif method == "dflash":
         layers = dflash_layers(cfg, first, target_window)
         family = "dflash2" if any("DFlash2" in a for a in archs) else "dflash"
@@ -273,7 +275,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
                   quantization=quantization_info(top, cfg, hf_quant_config), dtype=dtype,
                   model_type=str(cfg.get("model_type", top.get("model_type", ""))))
     return desc.model_copy(update={"draft_method": method, "num_target_layers": first,
-                                   "architectures": archs})
+                                   "architectures": archs, **rules})
 
 
 def hidden_state_draft(target: ModelDescription, target_config: Mapping[str, Any],
@@ -349,4 +351,5 @@ def mtp_draft(target: ModelDescription, num_layers: int | None = None) -> ModelD
         layers=target.mtp_layers[: count * per_module], quantization=target.quantization,
         num_nextn_predict_layers=n0, use_mla=target.use_mla,
         model_sliding_window=target.model_sliding_window,
-        draft_method="mtp", num_target_layers=num_target)
+        draft_method="mtp", num_target_layers=num_target,
+        **{rule: getattr(target, rule) for rule in FAMILY_RULES})

@@ -8,7 +8,7 @@ from typing import Any
 
 from kvplan.errors import UnsupportedError
 from kvplan.models._common import SPECS_HINT, Cfg, finish, num_layers_of, text_cfg
-from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.description import FP8_DS_MLA, LayerDescription, ModelDescription
 from kvplan.models.families._shared import DSV4, dsv4_layer_caches
 from kvplan.models.quant import quantization_info
 
@@ -75,9 +75,10 @@ def describe_deepseek_v4(top: Cfg, hf_quant_config: dict[str, Any] | None) -> Mo
            for d in dsv4_layer_caches(n + k, f"model.layers.{n + k}.attn", ratio=1,
                                       head_dim=head_dim, window=window,
                                       index_head_dim=index_dim)]
-    return finish(top, text, family=DSV4, layers=layers,
+    desc = finish(top, text, family=DSV4, layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   num_nextn_predict_layers=n_mtp, mtp_layers=mtp, use_mla=True)
+    return desc.model_copy(update={"mla_kv_layout": FP8_DS_MLA})
 
 
 def describe_deepseek_v41(top: Cfg, hf_quant_config: dict[str, Any] | None) -> ModelDescription:

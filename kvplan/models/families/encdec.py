@@ -41,8 +41,9 @@ def _model(top: Cfg, text: Cfg, quant: dict | None, *, family: str,
     desc = finish(top, text, family=family, layers=layers, length_defaults=lengths,
                   quantization=quantization_info(top, text, quant))
     derived, _ = derived_max_model_len(desc)
-    return desc.model_copy(update={"is_encoder_decoder": True, "max_position_embeddings":
-                                   int(derived) if derived else None})
+    # vLLM's encoder-decoder models are not SupportsPP (ModelConfig.verify_with_parallel_config)
+    return desc.model_copy(update={"is_encoder_decoder": True, "supports_pipeline_parallel": False,
+                                   "max_position_embeddings": int(derived) if derived else None})
 
 
 def describe_whisper(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:

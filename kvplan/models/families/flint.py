@@ -13,7 +13,7 @@ from kvplan.models._common import (
     text_cfg,
     unsupported_layer_type,
 )
-from kvplan.models.description import ModelDescription
+from kvplan.models.description import AttentionConstraint, ModelDescription
 from kvplan.models.quant import quantization_info
 
 # vLLM: models/flint/configs.py FlintConfig defaults (vLLM registers the class itself)
@@ -44,6 +44,11 @@ def describe_flint(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
             raise unsupported_layer_type(text, "layer_types", t, "flint")
         layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd,
                                 window=sw if t == "sliding_attention" else None))
-    return finish(top, text, family="flint", layers=layers,
+    desc = finish(top, text, family="flint", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   model_sliding_window=model_level_window(sw, types))
+    # vLLM: models/flint/model.py FlintAttention asserts a FlashInfer impl, a bfloat16 model and
+    # an auto / bfloat16 KV cache (its fused kernels write the cache themselves)
+    return desc.model_copy(update={"attention_constraint": AttentionConstraint(
+        name="Flint", backend="FLASHINFER", model_dtypes=("bfloat16",),
+        kv_cache_dtypes=("auto", "bfloat16"))})

@@ -118,6 +118,8 @@ def describe_alice_ai(top: Cfg, hf_quant_config: dict[str, Any] | None) -> Model
             layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=window))
         else:
             raise unsupported_layer_type(text, "layer_types", kind, "alice_ai")
-    return finish(top, text, family="alice_ai", layers=layers,
+    desc = finish(top, text, family="alice_ai", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   model_sliding_window=window)
+    # vLLM 0.34: alice_ai.py AliceAIForCausalLM is not SupportsPP (its forward raises on PP too)
+    return desc.model_copy(update={"supports_pipeline_parallel": False})

@@ -60,5 +60,7 @@ def describe_mimo_v2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
     desc = finish(top, text, family="mimo_v2", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   num_nextn_predict_layers=_VLLM_MTP_LAYERS, mtp_layers=mtp)
+    # vLLM: models/mimo_v2.py MiMoV2Attention (and mimo_v2_mtp.py's) picks the *_DIFFKV backends
+    desc = desc.model_copy(update={"diff_kv_attention": True})
     note = encoder_cache_note(desc.architectures) if omni else None
     return desc.model_copy(update={"warnings": desc.warnings + (note,)}) if note else desc

@@ -46,5 +46,7 @@ def describe_olmo_hybrid(top: Cfg, hf_quant_config: dict | None) -> ModelDescrip
               if t == "linear_attention" else
               attention(i, attn_name(i), kv_heads=kv, head_size=hidden // heads)
               for i, t in enumerate(types)]
-    return finish(top, text, family="olmo_hybrid", layers=layers,
+    desc = finish(top, text, family="olmo_hybrid", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
+    # vLLM: OlmoHybridGatedDeltaNetAttention keeps MambaBase's spec (no prefill checkpoints)
+    return desc.model_copy(update={"gdn_prefill_checkpoints": False})

@@ -69,8 +69,10 @@ def describe_zamba2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
                       head_dim=inner // mamba_heads)
     layers += [LayerDescription(index=i, name=f"{len(hybrid) + i}.mixer", kind=LayerKind.MAMBA2,
                                 mamba2=dims) for i in range(n)]
-    return finish(top, text, family="zamba2", layers=layers,
+    desc = finish(top, text, family="zamba2", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
+    # vLLM 0.34: zamba2.py Zamba2ForCausalLM is not SupportsPP
+    return desc.model_copy(update={"supports_pipeline_parallel": False})
 
 
 def describe_zaya(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
@@ -100,5 +102,11 @@ def describe_zaya(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
         layers.append(attention(i, f"{prefix}.attn", kv_heads=kv, head_size=hd,
                                 window=window if t == "hybrid_sliding" else None)
                       .model_copy(update={"tp_replicated": True}))
-    return finish(top, text, family="zaya", layers=layers,
+    desc = finish(top, text, family="zaya", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
+    # vLLM 0.34: zaya.py ZayaForCausalLM is not SupportsPP, and raises NotImplementedError with
+    # a speculative config
+    return desc.model_copy(update={
+        "supports_pipeline_parallel": False,
+        "speculative_decoding_refusal": "ZAYA1 does not support speculative decoding (vLLM: zaya.py "
+                                        "ZayaForCausalLM raises NotImplementedError)"})

@@ -13,7 +13,7 @@ from kvplan.engines.vllm.build.layer_specs import (
     DSV4,
 )
 from kvplan.errors import UnsupportedError
-from kvplan.models.description import LayerDescription, LayerKind
+from kvplan.models.description import AttentionConstraint, LayerDescription, LayerKind
 from kvplan.units import (
     kv_quant_mode,
 )
@@ -77,17 +77,25 @@ def cross_attention_backend(layer: LayerDescription, kv_dtype: str, dep: Deploym
                            hint="use FLASH_ATTN or TRITON_ATTN and a bf16/fp16/fp8 KV dtype")
 
 
-def check_flint(backends: list[Backend | None], model_dtype: str, kv_dtype: str) -> None:
-    """vLLM: models/flint/model.py FlintAttention asserts a FlashInfer impl, a bfloat16 model and
-    an auto / bfloat16 KV cache (its fused kernels write the cache themselves)."""
-    if any(b is not Backend.FLASHINFER for b in backends):
-        picked = next(b for b in backends if b is not Backend.FLASHINFER)
-        raise UnsupportedError(f"Flint runs only on FlashInfer attention; vLLM would pick "
+# how the refusal names a backend / dtype the model's attention asserts
+_BACKEND_WORDS = {Backend.FLASHINFER: "FlashInfer"}
+
+
+def check_attention_constraint(rule: AttentionConstraint, backends: list[Backend | None],
+                               model_dtype: str, kv_dtype: str) -> None:
+    """What the model's attention code asserts at start-up (e.g. vLLM: models/flint/model.py
+    FlintAttention: a FlashInfer impl, a bfloat16 model and an auto / bfloat16 KV cache)."""
+    want = Backend(rule.backend)
+    if any(b is not want for b in backends):
+        picked = next(b for b in backends if b is not want)
+        raise UnsupportedError(f"{rule.name} runs only on {_BACKEND_WORDS.get(want, want.value)} "
+                               f"attention; vLLM would pick "
                                f"{picked.value if picked else 'none'} here and fail its assertion",
-                               hint="pass --attention-backend FLASHINFER")
-    if model_dtype != "bfloat16" or kv_dtype not in ("auto", "bfloat16"):
-        raise UnsupportedError(f"Flint needs a bfloat16 model and KV cache (got dtype {model_dtype}"
-                               f", KV cache {kv_dtype}); vLLM's Flint attention asserts both",
+                               hint=f"pass --attention-backend {want.value}")
+    if model_dtype not in rule.model_dtypes or kv_dtype not in rule.kv_cache_dtypes:
+        raise UnsupportedError(f"{rule.name} needs a {' or '.join(rule.model_dtypes)} model and KV "
+                               f"cache (got dtype {model_dtype}, KV cache {kv_dtype}); vLLM's "
+                               f"{rule.name} attention asserts both",
                                hint="use --dtype auto and --kv-cache-dtype auto")
 
 

@@ -23,12 +23,8 @@ def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: in
 
     vLLM: EngineArgs._set_default_max_num_seqs_and_batched_tokens_args — a default is raised to
     max_model_len, then capped at max_num_seqs × max_model_len; SchedulerConfig.
-    verify_max_model_len refuses a given value below max_model_len; and such a model is not
-    SupportsPP (ModelConfig.verify_with_parallel_config)."""
-    if dep.pipeline_parallel_size > 1:
-        raise StartupError("vLLM would raise NotImplementedError: Pipeline parallelism is not "
-                           "supported for this model. Supported models implement the "
-                           "`SupportsPP` interface.", hint="drop --pipeline-parallel-size")
+    verify_max_model_len refuses a given value below max_model_len. (Such a model is not SupportsPP:
+    `ModelDescription.supports_pipeline_parallel` is False, checked by the build.)"""
     if dep.max_num_batched_tokens is not None:
         if mnbt < max_model_len:
             raise StartupError(

@@ -18,7 +18,7 @@ from kvplan.engines.vllm.blocksize import (
 )
 from kvplan.engines.vllm.build.backend_choice import (
     attention_backend,
-    check_flint,
+    check_attention_constraint,
     supported_layouts,
 )
 from kvplan.engines.vllm.build.batch import default_max_num_batched_tokens, encoder_decoder_batched_tokens
@@ -31,7 +31,6 @@ from kvplan.engines.vllm.build.dtypes import (
     sparse_mla_kv_cache_dtype,
 )
 from kvplan.engines.vllm.build.layer_specs import (
-    DSV4,
     attention_spec,
     kpool_tail_ring,
     sw_per_token,
@@ -55,8 +54,14 @@ from kvplan.engines.vllm.specs import (
     MambaSpec,
     MambaType,
 )
-from kvplan.errors import InputError, UnsupportedError
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
+from kvplan.errors import InputError, StartupError, UnsupportedError
+from kvplan.models.description import (
+    FP8_DS_MLA,
+    NO_PIPELINE_PARALLEL,
+    LayerDescription,
+    LayerKind,
+    ModelDescription,
+)
 from kvplan.models.pooling import resolve_runner
 from kvplan.models.resolution.max_len import verify_max_model_len
 from kvplan.units import (
@@ -87,7 +92,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if target.sparse_mla:
         kv_dtype = sparse_mla_kv_cache_dtype(kv_dtype, select_sparse_mla_backend(
             kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend))
-    if target.family == DSV4:
+    if target.mla_kv_layout == FP8_DS_MLA:
         kv_dtype = dsv4_kv_cache_dtype(kv_dtype, dep)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     if tp < 1 or pp < 1 or dep.decode_context_parallel_size < 1:
@@ -98,9 +103,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     k = dep.num_speculative_tokens if method else 0
     if method and k < 1:
         raise InputError(f"speculative method {method} needs --num-speculative-tokens ≥ 1")
-    if method and target.family == "zaya":
-        raise UnsupportedError("ZAYA1 does not support speculative decoding (vLLM: zaya.py "
-                               "ZayaForCausalLM raises NotImplementedError)",
+    if method and target.speculative_decoding_refusal is not None:
+        raise UnsupportedError(target.speculative_decoding_refusal,
                                hint="plan it without a speculative method")
     max_model_len, long_warning = verify_max_model_len(
         target, dep.max_model_len, allow_long=dep.allow_long_max_model_len)
@@ -113,6 +117,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     chunked = dep.enable_chunked_prefill
     if chunked is None:
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
+    if pp > 1 and not target.supports_pipeline_parallel:
+        # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
+        raise StartupError(f"vLLM would raise NotImplementedError: {NO_PIPELINE_PARALLEL}",
+                           hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or default_max_num_batched_tokens(
         dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
     if target.is_encoder_decoder:
@@ -151,7 +159,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     draft_kv = resolve_kv_cache_dtype(dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
                                       draft or target, dep.sm, profile) if draft_layers else None
     draft_sparse = (draft or target).sparse_mla
-    if draft_kv is not None and (draft or target).family == DSV4:
+    if draft_kv is not None and (draft or target).mla_kv_layout == FP8_DS_MLA:
         draft_kv = dsv4_kv_cache_dtype(draft_kv, dep)
     if draft_kv is not None and draft_sparse:
         draft_kv = sparse_mla_kv_cache_dtype(draft_kv, select_sparse_mla_backend(
@@ -159,7 +167,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             override=dep.draft_attention_backend or dep.attention_backend))
     draft_tp = dep.draft_tensor_parallel_size or tp
     draft_causal = method not in ("dflash", "dspark")  # vLLM: use_non_causal for both drafters
-    diff_kv = target.family == "mimo_v2"  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
+    diff_kv = target.diff_kv_attention  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
 
     # backends per layer (vLLM: the attention layer picks at construction)
     def backend_for(layer: LayerDescription, is_draft: bool) -> Backend | None:
@@ -174,8 +182,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                   sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
-    if target.family == "flint":
-        check_flint(target_backends, model_dtype, kv_dtype)
+    if target.attention_constraint is not None:
+        check_attention_constraint(target.attention_constraint, target_backends, model_dtype,
+                                   kv_dtype)
     draft_backends = [backend_for(layer, True) for layer in draft_layers]
     distinct: list[Backend] = []
     for b in [*target_backends, *draft_backends]:

@@ -119,8 +119,8 @@ def gdn_exports_checkpoints(target: ModelDescription, ctx: BuildContext) -> bool
     """vLLM: Qwen GDN _resolve_gdn_prefill_backend == 'flashinfer' (align mode only)."""
     if ctx.mamba_cache_mode != "align" or not ctx.profile.hybrid_align_checkpoint:
         return False
-    if target.family == "olmo_hybrid":
-        return False  # OlmoHybridGatedDeltaNetAttention keeps MambaBase's (no checkpoints)
+    if not target.gdn_prefill_checkpoints:
+        return False  # e.g. OlmoHybridGatedDeltaNetAttention keeps MambaBase's (no checkpoints)
     state_kinds = {layer.kind for layer in target.layers if layer.kind.is_state}
     if state_kinds != {LayerKind.GDN}:
         return False  # any layer without an alignment (e.g. Mamba2) turns it off
