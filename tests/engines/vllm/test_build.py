@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engines.vllm.build import Deployment, build, default_max_num_batched_tokens, pp_partition
+from kvplan.engines.vllm.build import Deployment, build, get_batch_defaults, pp_partition
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.serialize import contract_dict
 from kvplan.errors import InputError
@@ -82,9 +82,9 @@ def test_sm90_adds_flashinfer_gdn_checkpoints() -> None:
 
 
 def test_defaults_and_partitions() -> None:
-    assert default_max_num_batched_tokens(85_045_477_376, "NVIDIA H100 SXM 80GB", 90) == 8192
-    assert default_max_num_batched_tokens(85_899_345_920, "NVIDIA A100 SXM 80GB", 80) == 2048
-    assert default_max_num_batched_tokens(192 * 2**30, "NVIDIA B200", 100) == 16384
+    assert get_batch_defaults(85_045_477_376, "NVIDIA H100 SXM 80GB", sm=90)[0] == 8192
+    assert get_batch_defaults(85_899_345_920, "NVIDIA A100 SXM 80GB", sm=80)[0] == 2048
+    assert get_batch_defaults(192 * 2**30, "NVIDIA B200", sm=100)[0] == 16384
     # vLLM get_pp_indices: 61 layers over 4 stages → 15,15,16,15 (remainder before the last)
     assert pp_partition(61, 4, None) == [(0, 15), (15, 30), (30, 46), (46, 61)]
     assert pp_partition(10, 2, "3,7") == [(0, 3), (3, 10)]

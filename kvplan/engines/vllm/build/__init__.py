@@ -15,9 +15,9 @@ This is vLLM's start-up up to the planner, pure, in modules along its seams:
 """
 
 from kvplan.engines.vllm.backends import min_kernel_block
-from kvplan.engines.vllm.build.batch import default_max_num_batched_tokens
+from kvplan.engines.vllm.build.batch import get_batch_defaults
 from kvplan.engines.vllm.build.deployment import BuildResult, Deployment, LayerPlan
 from kvplan.engines.vllm.build.startup import build, pp_partition
 
-__all__ = ["BuildResult", "Deployment", "LayerPlan", "build", "default_max_num_batched_tokens",
+__all__ = ["BuildResult", "Deployment", "LayerPlan", "build", "get_batch_defaults",
            "min_kernel_block", "pp_partition"]

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from kvplan.engines.vllm.build.deployment import Deployment
 from kvplan.errors import StartupError
+from kvplan.units import GiB
+
+GB10_SM = 121  # DGX Spark's GB10: compute capability 12.1
+_LLM_CLASS = ("llm", "llm_class", "offline")  # UsageContext.LLM_CLASS; anything else: `vllm serve`
 
 
-def default_max_num_batched_tokens(total_bytes: int | None, gpu_name: str, sm: int | None) -> int:
-    """vLLM: EngineArgs default for `vllm serve` (OPENAI_API_SERVER) by device memory."""
-    gib = (total_bytes or 0) / 2**30
-    if gib >= 160:
-        return 16384
-    if gib >= 70 and "a100" not in gpu_name.lower() and sm != 121:
-        return 8192
-    return 2048
+def get_batch_defaults(total_memory_bytes: int | None, gpu_name: str | None = None, *,
+                       sm: int | None = None, usage: str = "serve") -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given, on a CUDA/ROCm
+    GPU of `total_memory_bytes` (0 / None: unknown device, the small tier).
+
+    vLLM: engine/arg_utils.py EngineArgs.get_batch_defaults (0.33–0.34): ≥ 160 GiB → 16384 / 1024;
+    ≥ 70 GiB and not an A100 (by device name) nor a GB10 (is_device_capability((12, 1))) →
+    `vllm serve` 8192 (LLM class 16384) / 1024; else `vllm serve` 2048 (LLM class 8192) / 256.
+    """
+    llm = usage.lower() in _LLM_CLASS
+    total = total_memory_bytes or 0
+    if total >= 160 * GiB:
+        return 16384, 1024
+    if total >= 70 * GiB and "a100" not in (gpu_name or "").lower() and sm != GB10_SM:
+        return (16384 if llm else 8192), 1024
+    return (8192 if llm else 2048), 256
 
 
 def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: int) -> int:
@@ -34,7 +46,6 @@ def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: in
                 "increase max_num_batched_tokens or decrease max_model_len.",
                 hint=f"use --max-num-batched-tokens {max_model_len} or more")
         return mnbt
-    # vLLM: get_batch_defaults — max_num_seqs 1024 on the tiers with the larger token defaults
-    seqs = dep.max_num_seqs or (1024 if default_max_num_batched_tokens(
-        dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm) > 2048 else 256)
+    seqs = dep.max_num_seqs or get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name,
+                                                  sm=dep.sm)[1]
     return min(seqs * max_model_len, max(max_model_len, mnbt))

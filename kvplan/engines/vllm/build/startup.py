@@ -21,7 +21,7 @@ from kvplan.engines.vllm.build.backend_choice import (
     check_attention_constraint,
     supported_layouts,
 )
-from kvplan.engines.vllm.build.batch import default_max_num_batched_tokens, encoder_decoder_batched_tokens
+from kvplan.engines.vllm.build.batch import encoder_decoder_batched_tokens, get_batch_defaults
 from kvplan.engines.vllm.build.deployment import BuildResult, Deployment, LayerPlan
 from kvplan.engines.vllm.build.dtypes import (
     dsv4_kv_cache_dtype,
@@ -121,8 +121,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
         raise StartupError(f"vLLM would raise NotImplementedError: {NO_PIPELINE_PARALLEL}",
                            hint="drop --pipeline-parallel-size")
-    mnbt = dep.max_num_batched_tokens or default_max_num_batched_tokens(
-        dep.gpu_total_memory_bytes, dep.gpu_name, dep.sm)
+    mnbt = dep.max_num_batched_tokens or get_batch_defaults(
+        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder:
         mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
     if not chunked and dep.max_num_batched_tokens is None:
