@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from kvplan.engine.planner import PlannerInput, plan
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.engines.vllm.planner import PlannerInput, plan
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
 from kvplan.sources.specfile import load_spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +145,7 @@ def main() -> None:
     t, n = timeit(lambda: plan(seed))
     rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
     # a sweep: 3 GPUs × 3 KV dtypes × 2,000 lengths, configs read once, grouping reused
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.sweep import run_sweep
 

@@ -21,7 +21,7 @@ from kvplan.errors import InputError, OptionError
 
 if TYPE_CHECKING:
     from kvplan.analysis.plan import Plan
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.fit import FitResult
     from kvplan.pipeline.sweep import Sweep
 
@@ -170,7 +170,7 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
 
 
 def _hf_overrides(o: Mapping[str, Any]) -> str | None:
-    from kvplan.models.overrides import hf_overrides_json
+    from kvplan.models.resolution.overrides import hf_overrides_json
 
     return hf_overrides_json(o.get("hf_overrides"))
 
@@ -178,7 +178,7 @@ def _hf_overrides(o: Mapping[str, Any]) -> str | None:
 def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, auto: bool
                 ) -> Deployment:
     """The `Deployment` that check and fit plan: the flags, else `--speculative-config`'s keys."""
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
 
     return Deployment(
         vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
@@ -217,7 +217,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     from dataclasses import replace
 
     from kvplan.analysis.plan import build_plan
-    from kvplan.engine.planner import plan as run_plan
+    from kvplan.engines.vllm.planner import plan as run_plan
     from kvplan.sources.specfile import load_spec_file
     from kvplan.units import GiB, parse_kv_cache_memory_bytes
 
@@ -258,7 +258,7 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
     """
     o = _options(options, SweepOptions, "sweep")
     _need_str(model, "model")
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.sweep import parse_lengths, run_sweep
     from kvplan.units import parse_size_bytes

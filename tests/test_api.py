@@ -124,7 +124,7 @@ def test_bad_options_raise_kvplan_errors(call: Any, error: type[Exception], text
 
 def test_import_kvplan_is_cheap() -> None:
     probe = ("import sys, kvplan; heavy = [m for m in ('pydantic', 'typer', 'rich', 'kvplan.api', "
-             "'kvplan.engine') if m in sys.modules]; print(heavy, kvplan.__version__)")
+             "'kvplan.engines') if m in sys.modules]; print(heavy, kvplan.__version__)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", kvplan.__version__]
 

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from kvplan.engine.planner import EngineResult, GroupDemand, PlannerInput, plan
-from kvplan.engine.specs import (
+from kvplan.engines.vllm.build import BuildResult, Deployment, build
+from kvplan.engines.vllm.planner import EngineResult, GroupDemand, PlannerInput, plan
+from kvplan.engines.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,
     HiddenStateCacheSpec,
@@ -17,7 +18,6 @@ from kvplan.engine.specs import (
     UniformTypeKVCacheSpecs,
 )
 from kvplan.errors import KvplanError
-from kvplan.models.build import BuildResult, Deployment, build
 from kvplan.models.description import ModelDescription
 from kvplan.units import format_gib
 

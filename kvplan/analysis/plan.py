@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
 from kvplan.budget.kv_memory import KvBudget
-from kvplan.engine.planner import EngineResult
-from kvplan.engine.serialize import contract_dict
-from kvplan.engine.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
+from kvplan.engines.vllm.planner import EngineResult
+from kvplan.engines.vllm.serialize import contract_dict
+from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
 from kvplan.units import GiB, format_gib
 
 SCHEMA_VERSION = 1

@@ -166,7 +166,7 @@ def check(
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
     from kvplan import api
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
@@ -262,8 +262,8 @@ def layers(
 ) -> None:
     """What kvplan understood, layer by layer: kind, heads × dim, window, dtype, block, bytes per
     token (identical layers share a row; --json lists each)."""
-    from kvplan.models.build import Deployment
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.engines.vllm.build import Deployment
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report
     from kvplan.pipeline.deploy import Request, layer_rows
 
@@ -310,7 +310,7 @@ def sweep(
 ) -> None:
     """Largest fitting context and concurrency per GPU × KV dtype × max_model_len."""
     from kvplan import api
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report
 
     result = api.sweep(model, draft=draft, max_model_len=max_model_len, gpu=gpu,
@@ -342,7 +342,7 @@ def ci(
     as_json: Annotated[bool, Opt("--json")] = False,
 ) -> None:
     """Plan several named deployments; exit 1 if any does not fit, 2 if an entry is invalid."""
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report
     from kvplan.pipeline.batch import run_batch
 
@@ -402,7 +402,7 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
     defaults, key by key; the plan says where each value came from."""
     from dataclasses import replace
 
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.pipeline.batch import layer_entries, log_entry, request_from_entry, serve_options
     from kvplan.pipeline.deploy import evaluate, log_notes
 
@@ -523,7 +523,7 @@ def fit(
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
     --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
     from kvplan import api
-    from kvplan.models.max_len import LONG_ENV, allow_long_from_env
+    from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report
 
     progress = report.DelayedProgress(_console(stderr=True), "planning deployments")

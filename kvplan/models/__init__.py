@@ -31,7 +31,8 @@ _Adapter = Callable[[Cfg, "dict[str, Any] | None"], ModelDescription]
 
 
 class _Ref(NamedTuple):
-    """A fast adapter by name: `kvplan.models.<module>.<function>`, with its `family` if shared."""
+    """A fast adapter by name: `kvplan.models.families.<module>.<function>`,
+    with its `family` if shared."""
 
     module: str
     function: str
@@ -44,7 +45,7 @@ class _Ref(NamedTuple):
         return self.family or self.function.removeprefix("describe_")
 
     def load(self) -> _Adapter:
-        fn = getattr(import_module(f"kvplan.models.{self.module}"), self.function)
+        fn = getattr(import_module(f"kvplan.models.families.{self.module}"), self.function)
         kwargs = {**({"family": self.family} if self.family else {}), **dict(self.options)}
         return partial(fn, **kwargs) if kwargs else fn
 
@@ -124,7 +125,7 @@ _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
 _INKLING = _Ref("inkling", "describe_inkling")
-_ENCODER_ONLY = _Ref("pooling", "describe_encoder_only")
+_ENCODER_ONLY = _Ref("encoder_only", "describe_encoder_only")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -319,8 +320,8 @@ def _pick(top: Cfg) -> _Adapter:
 def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> ModelDescription:
     """Every config the fast adapters do not cover: transformers resolves it (lazily imported).
     A type transformers has no class for still reaches a fast adapter by its text model_type."""
-    from kvplan.models.resolve import has_config_class
-    from kvplan.models.resolved import describe_resolved, encoder_cache_note
+    from kvplan.models.resolution.resolve import has_config_class
+    from kvplan.models.resolution.resolved import describe_resolved, encoder_cache_note
     model_type = top.get("model_type")
     text_type = text_cfg(top).get("model_type")
     if not isinstance(model_type, str) or not has_config_class(model_type):
@@ -329,7 +330,7 @@ def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> Mo
             note = encoder_cache_note(architectures(top))
             return desc if note is None else desc.model_copy(
                 update={"warnings": desc.warnings + (note,)})
-        from kvplan.models.generic import describe_generic
+        from kvplan.models.resolution.generic import describe_generic
         return describe_generic(top, quant)  # plans from layer_types, or refuses
     return describe_resolved(top, quant, _BY_MODEL_TYPE)
 

@@ -2,7 +2,7 @@
 
 A `ModelDescription` holds what the checkpoint says (kinds, total heads, head dims, windows,
 MLA ranks, state-space dims, dtypes, quantization). It knows nothing of vLLM's rules: per-rank
-division, block sizes and page sizes are applied later (`kvplan.models.build`).
+division, block sizes and page sizes are applied later (`kvplan.engines.vllm.build`).
 """
 
 from __future__ import annotations
@@ -154,6 +154,23 @@ class RopeScaling(Frozen):
     factor: int | float | None = None  # as written (int stays int: it changes vLLM's message)
 
 
+class AttentionConstraint(Frozen):
+    """What a model's attention code asserts at start-up (e.g. Flint: FlashInfer, bfloat16 only);
+    `name` is the model as vLLM's assertion names it."""
+    name: str
+    backend: str  # the only attention backend it runs on (vLLM's name)
+    model_dtypes: tuple[str, ...]  # the model dtypes it accepts
+    kv_cache_dtypes: tuple[str, ...]  # the --kv-cache-dtype values it accepts
+
+
+FP8_DS_MLA = "fp8_ds_mla"  # ModelDescription.mla_kv_layout: DeepSeek-V4's packed MLA records
+
+# vLLM's words when a model's code refuses pipeline parallelism (ModelConfig.
+# verify_with_parallel_config: the architecture does not implement SupportsPP)
+NO_PIPELINE_PARALLEL = ("Pipeline parallelism is not supported for this model. Supported models "
+                        "implement the `SupportsPP` interface.")
+
+
 class ModelDescription(Frozen):
     """Architecture facts for one model (the target, or a draft head)."""
     source: str  # hub id / path as given
@@ -188,9 +205,28 @@ class ModelDescription(Frozen):
     # pooling types (kvplan.models.pooling); None: a generation architecture
     pooling_defaults: tuple[str | None, str] | None = None
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
+    # Family rules: what the architecture's model code decides, set by its adapter (the engines
+    # read these, never the family name). An MTP draft inherits them from its target.
+    # vLLM's model class implements SupportsPP (False: PP > 1 is refused)
+    supports_pipeline_parallel: bool = True
+    # why the model's code refuses a speculative config (None: it takes one), in vLLM's words
+    speculative_decoding_refusal: str | None = None
+    # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
+    # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
+    gdn_prefill_checkpoints: bool = True
+    # K and V of different head sizes run on the *_DIFFKV attention backends (MiMo-V2)
+    diff_kv_attention: bool = False
+    # the MLA cache layout the model's attention fixes: "fp8_ds_mla" (DeepSeek-V4: auto / fp8 KV
+    # become its packed 584-byte records); None: the layout follows --kv-cache-dtype
+    mla_kv_layout: str | None = None
+    attention_constraint: AttentionConstraint | None = None  # e.g. Flint's FlashInfer / bf16
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp
     num_target_layers: int | None = None
+
+    @property
+    def supports_speculative_decoding(self) -> bool:
+        return self.speculative_decoding_refusal is None
 
     @property
     def is_hybrid(self) -> bool:
@@ -203,3 +239,9 @@ class ModelDescription(Frozen):
         for layer in self.layers:
             counts[layer.kind.value] = counts.get(layer.kind.value, 0) + 1
         return counts
+
+
+# the family-rule fields of ModelDescription (copied from a target to its MTP draft)
+FAMILY_RULES = ("supports_pipeline_parallel", "speculative_decoding_refusal",
+                "gdn_prefill_checkpoints", "diff_kv_attention", "mla_kv_layout",
+                "attention_constraint")

@@ -15,12 +15,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvplan.errors import InputError
-from kvplan.models._common import Cfg, finish, model_dtype, num_layers_of, text_cfg
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.quant import quantization_info
+from kvplan.models._common import Cfg, text_cfg
+from kvplan.models.description import LayerKind, ModelDescription
 
 RUNNERS = ("auto", "generate", "pooling", "draft")
 CONVERTS = ("auto", "none", "embed", "classify")
@@ -94,22 +92,6 @@ def mark_pooling(desc: ModelDescription, top: Cfg) -> ModelDescription:
     if arch in ENCODER_ONLY or not _is_causal(top, arch):
         desc = as_encoder_only(desc)
     return desc
-
-
-def describe_encoder_only(top: Cfg, hf_quant_config: dict[str, Any] | None
-                          ) -> ModelDescription:
-    """A BERT-style encoder: num_hidden_layers EncoderOnlyAttention layers (no KV cache)."""
-    text = text_cfg(top)
-    num_layers = num_layers_of(text)
-    heads = text.req_int("num_attention_heads")
-    hidden = text.req_int("hidden_size")
-    head = text.get_int("head_dim", None) or hidden // heads
-    layers = [LayerDescription(index=i, name=f"encoder.layer.{i}.attention.attn",
-                               kind=LayerKind.ENCODER_ONLY, num_kv_heads=heads, head_size=head)
-              for i in range(num_layers)]
-    return finish(top, text, family="encoder_only", layers=layers,
-                  dtype=model_dtype(top, text),
-                  quantization=quantization_info(top, text, hf_quant_config))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from kvplan import __version__
 from kvplan.analysis.plan import Plan
+from kvplan.engines.vllm.build import Deployment
 from kvplan.errors import InputError, KvplanError
-from kvplan.models.build import Deployment
 from kvplan.pipeline.deploy import Request, evaluate
 from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
 
@@ -86,7 +86,7 @@ def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
     """The deployment a vLLM start-up log (`VllmLog`) describes, as deployment-file keys:
     its non-default args, the values its engine-config line resolved, its release and its
     logged KV memory. Returns (entry, flags kvplan does not model, notes)."""
-    from kvplan.engine.profiles import PROFILES
+    from kvplan.engines.vllm.profiles import PROFILES
 
     entry, skipped = serve_options(dict(log.non_default_args))
     notes: list[str] = []
@@ -183,7 +183,7 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
     kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
     gpu_mem = merged.pop("gpu_memory", None)
     if "hf_overrides" in merged:
-        from kvplan.models.overrides import hf_overrides_json
+        from kvplan.models.resolution.overrides import hf_overrides_json
 
         merged["hf_overrides"] = hf_overrides_json(merged["hf_overrides"])
     name = str(merged.pop("name", merged["model"]))

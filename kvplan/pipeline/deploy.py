@@ -23,9 +23,9 @@ from kvplan.budget.kv_memory import (
     explained_budget,
     explicit_budget,
 )
-from kvplan.engine.planner import EngineResult, PlannerInput, plan
+from kvplan.engines.vllm.build import BuildResult, Deployment, build
+from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.models.build import BuildResult, Deployment, build
 from kvplan.models.description import ModelDescription
 from kvplan.units import GiB
 
@@ -77,7 +77,7 @@ class Resolved:
 def resolve(req: Request) -> Resolved:
     """Load the target (and draft) configs and describe them."""
     from kvplan import models as config
-    from kvplan.models.overrides import apply_hf_overrides, overrides_note
+    from kvplan.models.resolution.overrides import apply_hf_overrides, overrides_note
     from kvplan.sources import hub
     files = hub.load_model_files(req.model, revision=req.revision)
     overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
@@ -559,7 +559,7 @@ class LayerRow(BaseModel):
 
 def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
     """The per-layer specs `evaluate` would plan, one row each."""
-    from kvplan.engine.specs import AttentionSpec, MambaSpec, bytes_per_token
+    from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, bytes_per_token
 
     res = resolve(req)
     gpu, sm, note = _gpu(req)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kvplan import __version__
 from kvplan.budget import hardware
 from kvplan.budget.kv_memory import default_batch_limits
-from kvplan.engine.profiles import get_profile
+from kvplan.engines.vllm.profiles import get_profile
 from kvplan.errors import InputError, KvplanError
 from kvplan.pipeline.deploy import Request, Resolved, evaluate, resolve
 from kvplan.units import format_gib, normalize_kv_cache_dtype

@@ -8,9 +8,9 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict
 
 from kvplan import __version__
-from kvplan.engine.planner import plan_lengths
+from kvplan.engines.vllm.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
-from kvplan.models.max_len import derived_max_model_len
+from kvplan.models.resolution.max_len import derived_max_model_len
 from kvplan.pipeline.deploy import Request, evaluate, resolve
 from kvplan.units import parse_token_count
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from kvplan.engine.backends import Backend, customize_spec
-from kvplan.engine.planner import PlannerInput
-from kvplan.engine.specs import (
+from kvplan.engines.state_shapes import gdn_state_dtypes, gdn_state_shapes
+from kvplan.engines.vllm.backends import Backend, customize_spec
+from kvplan.engines.vllm.planner import PlannerInput
+from kvplan.engines.vllm.specs import (
     AttentionSpec,
     ChunkedLocalAttentionSpec,
     CircularBufferSpec,
@@ -35,7 +36,6 @@ from kvplan.engine.specs import (
     SlidingWindowSpec,
     SparseCacheRole,
 )
-from kvplan.engine.state_shapes import gdn_state_dtypes, gdn_state_shapes
 from kvplan.errors import InputError
 from kvplan.units import (
     GiB,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.planner import plan
+from kvplan.engines.vllm.build import Deployment, build
+from kvplan.engines.vllm.planner import plan
 from kvplan.errors import InputError
 from kvplan.models import describe_model
-from kvplan.models.build import Deployment, build
 from kvplan.models.description import LayerKind
 from kvplan.models.pooling import resolve_runner
 from tests.models.helpers import edited, real

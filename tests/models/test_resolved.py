@@ -12,7 +12,7 @@ import pytest
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
 from kvplan.models.description import ModelDescription
-from kvplan.models.resolved import ENCODER_CACHE_NOTE, FAMILY
+from kvplan.models.resolution.resolved import ENCODER_CACHE_NOTE, FAMILY
 from tests.models.helpers import DELETE, edited, real
 
 

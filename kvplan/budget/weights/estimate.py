@@ -111,7 +111,7 @@ def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
             int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40))
     elif model_type == "deepseek_v2":
         # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
-        from kvplan.models.deepseek import DEEPSEEK_V2_DEFAULTS
+        from kvplan.models.families._shared import DEEPSEEK_V2_DEFAULTS
         extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
     elif model_type == "internlm2":
         # remote InternLM2Config defaults; vLLM internlm2.py: wqkv/wo bias=False
@@ -493,7 +493,7 @@ def config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | Non
         return _config_virtual_tensors(config, draft_method=draft_method,
                                        include_vision=include_vision)
     except ConfigError:
-        from kvplan.models.resolved import filled_by_transformers
+        from kvplan.models.resolution.resolved import filled_by_transformers
         filled = filled_by_transformers(config) if isinstance(config, Mapping) else None
         if filled is None:
             raise
