@@ -1,27 +1,17 @@
-"""Weight bytes estimated from the raw HF config (no safetensors metadata): virtual tensors for
-every part (embeddings, attention/MLA, MLP/MoE, Mamba2, gated delta net, MTP, vision, draft heads),
-parameter counts, and bytes from the quantization the config declares. No I/O."""
+"""The tensors a checkpoint holds, implied by its raw HF config (no safetensors metadata): virtual
+tensors for every part (embeddings, attention/MLA, MLP/MoE, Mamba2, gated delta net, MTP, vision,
+draft heads) and the families that lay them out their own way (Nemotron-H, NAS, Whisper). No I/O."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
-from kvplan.budget.weights.core import (
-    Placement,
-    ShardKind,
-    WeightBytes,
-    WeightGroup,
-    _Frozen,
-    _numel,
-    classify_tensor,
-)
+from kvplan.budget.weights.config_view import ConfigView, is_moe_layer, layer_kinds, num_experts
+from kvplan.budget.weights.core import _numel
 from kvplan.errors import ConfigError
-from kvplan.models._common import TEXT_CONFIG_KEYS
-from kvplan.units import cdiv, dtype_size_bytes
+from kvplan.units import cdiv
 
 
 @dataclass(frozen=True)
@@ -42,152 +32,8 @@ class VirtualTensor:
         return self.name.rsplit(".", 1)[0]
 
 
-class _Cfg:
-    """Field access on the text config with fallback to the top level."""
 
-    def __init__(self, config: Mapping[str, Any]):
-        if not isinstance(config, Mapping):
-            raise ConfigError("the model config must be a JSON object")
-        self.top = config
-        self.text = _with_standard_names(next(
-            (config[k] for k in TEXT_CONFIG_KEYS if isinstance(config.get(k), Mapping)), config))
-
-    def with_fields(self, **fields: Any) -> _Cfg:
-        """A copy whose text config has `fields` replaced (one layer's own values)."""
-        copy = _Cfg(self.top)
-        copy.text = {**self.text, **fields}
-        return copy
-
-    def get(self, *keys: str, default: Any = None) -> Any:
-        for k in keys:
-            if k in self.text and self.text[k] is not None:
-                return self.text[k]
-        for k in keys:
-            if k in self.top and self.top[k] is not None:
-                return self.top[k]
-        return default
-
-    def req(self, *keys: str) -> Any:
-        v = self.get(*keys)
-        if v is None:
-            raise ConfigError(f"config has no {' / '.join(keys)}",
-                              hint="weights cannot be estimated without it; give the checkpoint's "
-                                   "safetensors files instead")
-        return v
-
-
-_MINICPM3_DEFAULTS = {"num_hidden_layers": 62, "hidden_size": 2560, "num_attention_heads": 40,
-                      "intermediate_size": 6400, "vocab_size": 73448, "kv_lora_rank": 256,
-                      "q_lora_rank": 768, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
-                      "tie_word_embeddings": True}
-
-
-_INTERNLM2_DEFAULTS = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                       "intermediate_size": 11008, "vocab_size": 103168}
-
-
-def _with_standard_names(text: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The text config with the standard field names this estimate reads, for families whose
-    config class (vLLM's own or remote code) names them otherwise or defaults them differently."""
-    model_type = str(text.get("model_type", ""))
-    extra: dict[str, Any] = {}
-    if model_type == "chatglm":
-        # vLLM ChatGLMConfig (transformers_utils/configs/chatglm.py) defaults; models/chatglm.py:
-        # query_key_value has bias add_bias_linear or add_qkv_bias, dense_h_to_4h is gated (2 ×)
-        heads = int(text.get("num_attention_heads") or 32)
-        hidden = int(text.get("hidden_size") or 4096)
-        mqa = bool(text.get("multi_query_attention"))
-        extra = {"num_hidden_layers": text.get("num_layers") or 28, "hidden_size": hidden,
-                 "num_attention_heads": heads,
-                 "num_key_value_heads": (text.get("multi_query_group_num") or 1) if mqa else heads,
-                 "head_dim": hidden // heads, "vocab_size": text.get("padded_vocab_size") or 65024,
-                 "intermediate_size": text.get("ffn_hidden_size") or 13696,
-                 "attention_bias": bool(text.get("add_bias_linear")),
-                 "qkv_bias": bool(text.get("add_bias_linear") or text.get("add_qkv_bias"))}
-    elif model_type == "minicpm3":
-        # transformers MiniCPM3Config defaults; v_head_dim None → hidden_size // heads
-        extra = {k: v for k, v in _MINICPM3_DEFAULTS.items() if k not in text}
-        extra["v_head_dim"] = text.get("v_head_dim") or (
-            int(text.get("hidden_size") or 2560) // int(text.get("num_attention_heads") or 40))
-    elif model_type == "deepseek_v2":
-        # transformers DeepseekV2Config defaults (also DeepSeek-VL2's language_config in vLLM)
-        from kvplan.models.deepseek import DEEPSEEK_V2_DEFAULTS
-        extra = {k: v for k, v in DEEPSEEK_V2_DEFAULTS.items() if k not in text}
-    elif model_type == "internlm2":
-        # remote InternLM2Config defaults; vLLM internlm2.py: wqkv/wo bias=False
-        extra = {k: v for k, v in _INTERNLM2_DEFAULTS.items() if text.get(k) is None}
-        extra.update(attention_bias=False, bias=False)
-    elif model_type == "exaone":
-        # remote ExaoneConfig defaults (num_layers 32, hidden 2048, intermediate 4 × hidden)
-        hidden = int(text.get("hidden_size") or 2048)
-        extra = {"num_hidden_layers": text.get("num_layers") or 32, "hidden_size": hidden,
-                 "num_attention_heads": text.get("num_attention_heads") or 32,
-                 "vocab_size": text.get("vocab_size") or 102400,
-                 "intermediate_size": text.get("intermediate_size") or 4 * hidden}
-    return {**text, **extra} if extra else text
-
-
-def _layer_kinds(c: _Cfg, num_layers: int) -> list[str]:
-    """Per layer: 'attention', 'sliding', 'gdn', 'mamba2', 'mlp_only' (NemotronH '-'), 'moe_only'."""
-    pattern = c.get("hybrid_override_pattern")
-    if isinstance(pattern, str) and len(pattern) == num_layers:
-        table = {"M": "mamba2", "*": "attention", "-": "mlp_only", "E": "moe_only"}
-        return [table.get(ch, "attention") for ch in pattern]
-    types = c.get("layer_types")
-    if isinstance(types, list) and len(types) == num_layers:
-        out = []
-        for t in types:
-            t = str(t)
-            if t in ("linear_attention", "gated_deltanet", "gdn"):
-                out.append("gdn")
-            elif t in ("mamba", "mamba2"):
-                out.append("mamba2")
-            elif "sliding" in t or t in ("chunked_attention", "local"):
-                out.append("sliding")
-            else:
-                out.append("attention")
-        return out
-    interval = c.get("full_attention_interval")
-    if interval and c.get("linear_num_value_heads"):
-        return ["attention" if (i + 1) % int(interval) == 0 else "gdn" for i in range(num_layers)]
-    hybrid = c.get("hybrid_layer_pattern")  # MiMo-V2: 1 = sliding window, 0 = full
-    if isinstance(hybrid, list) and len(hybrid) == num_layers:
-        return ["sliding" if int(x) == 1 else "attention" for x in hybrid]
-    return ["attention"] * num_layers
-
-
-def _num_experts(c: _Cfg) -> int:
-    return int(c.get("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts",
-                     default=0) or 0)
-
-
-def _is_moe_layer(c: _Cfg, i: int, kind: str) -> bool:
-    if kind == "moe_only":
-        return True
-    if kind in ("mlp_only", "mamba2") and c.get("hybrid_override_pattern"):
-        return False
-    if _num_experts(c) <= 0:
-        return False
-    if c.get("enable_moe_block") is False:
-        return False
-    mlp_only = c.get("mlp_only_layers") or []
-    if i in mlp_only:
-        return False
-    k = c.get("first_k_dense_replace")
-    freq = c.get("moe_layer_freq")
-    if isinstance(freq, list):
-        return i < len(freq) and bool(freq[i])
-    if k is not None and i < int(k):
-        return False
-    if freq is not None and int(freq) > 1 and i % int(freq) != 0:
-        return False
-    step = c.get("decoder_sparse_step")
-    if step is not None and int(step) > 1 and (i + 1) % int(step) != 0:
-        return False
-    return True
-
-
-def _attention_tensors(c: _Cfg, p: str, kind: str, hidden: int, in_dim: int,
+def _attention_tensors(c: ConfigView, p: str, kind: str, hidden: int, in_dim: int,
                        model_type: str) -> list[VirtualTensor]:
     heads = int(c.req("num_attention_heads", "n_head", "num_heads"))
     out: list[VirtualTensor] = []
@@ -276,8 +122,8 @@ def _mlp_tensors(p: str, hidden: int, inter: int, *, gated: bool, bias: bool,
     return out
 
 
-def _moe_tensors(c: _Cfg, p: str, hidden: int, model_type: str) -> list[VirtualTensor]:
-    experts = _num_experts(c)
+def _moe_tensors(c: ConfigView, p: str, hidden: int, model_type: str) -> list[VirtualTensor]:
+    experts = num_experts(c)
     inter = int(c.get("moe_intermediate_size", "expert_intermediate_size", default=0) or
                 c.req("intermediate_size"))
     out = [VirtualTensor(f"{p}.mlp.gate.weight", (experts, hidden), "router")]
@@ -309,7 +155,7 @@ def _moe_tensors(c: _Cfg, p: str, hidden: int, model_type: str) -> list[VirtualT
     return out
 
 
-def _nemotron_h_moe_tensors(c: _Cfg, p: str, hidden: int, experts: int, inter: int
+def _nemotron_h_moe_tensors(c: ConfigView, p: str, hidden: int, experts: int, inter: int
                             ) -> list[VirtualTensor]:
     """vLLM: models/nemotron_h.py NemotronHMoE — non-gated experts (activation_without_mul) on
     moe_latent_size inputs when set (fc1/fc2_latent_proj around them), non-gated shared experts
@@ -331,7 +177,7 @@ def _nemotron_h_moe_tensors(c: _Cfg, p: str, hidden: int, experts: int, inter: i
     return out
 
 
-def _mamba2_tensors(c: _Cfg, p: str, hidden: int) -> list[VirtualTensor]:
+def _mamba2_tensors(c: ConfigView, p: str, hidden: int) -> list[VirtualTensor]:
     heads = int(c.req("mamba_num_heads", "num_heads"))
     head_dim = int(c.req("mamba_head_dim", "head_dim"))
     d_inner = heads * head_dim
@@ -356,7 +202,7 @@ def _mamba2_tensors(c: _Cfg, p: str, hidden: int) -> list[VirtualTensor]:
     return out
 
 
-def _gdn_tensors(c: _Cfg, p: str, hidden: int) -> list[VirtualTensor]:
+def _gdn_tensors(c: ConfigView, p: str, hidden: int) -> list[VirtualTensor]:
     nk = int(c.req("linear_num_key_heads"))
     nv = int(c.req("linear_num_value_heads"))
     dk = int(c.req("linear_key_head_dim"))
@@ -373,7 +219,7 @@ def _gdn_tensors(c: _Cfg, p: str, hidden: int) -> list[VirtualTensor]:
             VirtualTensor(f"{p}.linear_attn.out_proj.weight", (hidden, value_dim), "linear")]
 
 
-def _decoder_layer(c: _Cfg, i: int, kind: str, hidden: int, model_type: str, *,
+def _decoder_layer(c: ConfigView, i: int, kind: str, hidden: int, model_type: str, *,
                    prefix: str = "model.layers", in_dim: int | None = None) -> list[VirtualTensor]:
     p = f"{prefix}.{i}"
     blocks = c.get("block_configs")
@@ -395,7 +241,7 @@ def _decoder_layer(c: _Cfg, i: int, kind: str, hidden: int, model_type: str, *,
             out += _moe_tensors(c, p, hidden, model_type)
         out.append(VirtualTensor(f"{p}.norm.weight", (hidden,), "norm"))
         return out
-    if _is_moe_layer(c, i, kind):
+    if is_moe_layer(c, i, kind):
         out += _moe_tensors(c, p, hidden, model_type)
         if model_type.startswith("gemma4"):  # Gemma 4: a dense MLP next to the MoE block
             out += _mlp_tensors(p, hidden, int(c.req("intermediate_size")), gated=True, bias=False,
@@ -412,7 +258,7 @@ def _decoder_layer(c: _Cfg, i: int, kind: str, hidden: int, model_type: str, *,
     return out
 
 
-def _nemotron_h_mtp_tensors(c: _Cfg, pattern: str, hidden: int, model_type: str
+def _nemotron_h_mtp_tensors(c: ConfigView, pattern: str, hidden: int, model_type: str
                             ) -> list[VirtualTensor]:
     """vLLM: models/nemotron_h_mtp.py NemotronHMultiTokenPredictor — one layer per character of
     mtp_hybrid_override_pattern ('*' attention, 'E' MoE) at mtp.layers.i; the first of a step
@@ -434,7 +280,7 @@ def _nemotron_h_mtp_tensors(c: _Cfg, pattern: str, hidden: int, model_type: str
     return out
 
 
-def _nas_layer(c: _Cfg, p: str, block: Mapping[str, Any], hidden: int, model_type: str
+def _nas_layer(c: ConfigView, p: str, block: Mapping[str, Any], hidden: int, model_type: str
                ) -> list[VirtualTensor]:
     """vLLM: models/nemotron_nas.py DeciLMDecoderLayer — attention and input_layernorm unless
     the block's attention is no_op (num_attention_heads // n_heads_in_group KV heads); a gated
@@ -510,7 +356,7 @@ def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | No
     ('eagle', 'eagle3', 'dflash') adds the head's fusion layer and drops the embedding (and for
     EAGLE-1/DFlash the LM head), which vLLM shares with the target.
     """
-    c = _Cfg(config)
+    c = ConfigView(config)
     warnings: list[str] = []
     model_type = str(c.get("model_type", default="")).lower()
     if model_type == "whisper":
@@ -522,7 +368,7 @@ def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | No
     if tie is None:
         tie = False
         warnings.append("tie_word_embeddings is not stated; assumed untied (separate LM head)")
-    kinds = _layer_kinds(c, layers)
+    kinds = layer_kinds(c, layers)
     t: list[VirtualTensor] = []
     method = (draft_method or "").lower() or None
     if method not in (None, "eagle", "eagle3", "dflash", "mtp"):
@@ -598,7 +444,7 @@ def _config_virtual_tensors(config: Mapping[str, Any], *, draft_method: str | No
     return t, warnings, layers
 
 
-def _whisper_tensors(c: _Cfg) -> list[VirtualTensor]:
+def _whisper_tensors(c: ConfigView) -> list[VirtualTensor]:
     """WhisperForConditionalGeneration's checkpoint (transformers modeling_whisper): conv stem,
     learned encoder/decoder positions, pre-LN layers (attention k_proj without bias), the
     decoder's cross-attention; proj_out is tied to the token embedding."""
@@ -636,412 +482,3 @@ def _whisper_tensors(c: _Cfg) -> list[VirtualTensor]:
         t += [VirtualTensor(f"model.{side}.layer_norm.{w}", (d,), "norm")
               for w in ("weight", "bias")]
     return t
-
-
-class ParamCounts(_Frozen):
-    total: int  # parameters the target loads
-    embedding: int
-    lm_head: int
-    attention: int  # attention / MLA / Mamba / GDN mixers
-    mlp: int  # dense MLPs and shared experts
-    experts: int  # routed experts
-    router: int
-    norms: int
-    other: int  # vision tower, fusion layers, ...
-    extra: int  # MTP modules in the checkpoint (not loaded for the target)
-
-    @property
-    def checkpoint_total(self) -> int:
-        return self.total + self.extra
-
-
-def count_parameters(config: Mapping[str, Any], *, draft_method: str | None = None,
-                     include_vision: bool = True) -> ParamCounts:
-    """Parameter counts by part, from the raw HF config dict (nested text_config handled)."""
-    tensors, _, layers = config_virtual_tensors(config, draft_method=draft_method,
-                                                include_vision=include_vision)
-    parts = dict.fromkeys(("embedding", "lm_head", "attention", "mlp", "experts", "router", "norms",
-                           "other", "extra"), 0)
-    for vt in tensors:
-        place, _, _ = classify_tensor(vt.name, vt.shape, layers)
-        if place is Placement.EXTRA:
-            parts["extra"] += vt.numel
-            continue
-        if place is Placement.OTHER:  # vision tower, projector
-            parts["other"] += vt.numel
-        elif vt.role == "embed":
-            parts["embedding"] += vt.numel
-        elif vt.role == "lm_head":
-            parts["lm_head"] += vt.numel
-        elif vt.role == "norm":
-            parts["norms"] += vt.numel
-        elif vt.role == "router":
-            parts["router"] += vt.numel
-        elif ".fc." in vt.name or vt.role in ("int64", "bool"):
-            parts["other"] += vt.numel
-        elif ".experts." in vt.name:
-            parts["experts"] += vt.numel
-        elif re.search(r"\.(mlp|mixer)\.(shared_experts?\.|dense_)?(gate|up|down)_proj|\.dense_mlp\."
-                       r"|_latent_proj\.", vt.name):
-            parts["mlp"] += vt.numel
-        else:
-            parts["attention"] += vt.numel
-    total = sum(v for k, v in parts.items() if k != "extra")
-    return ParamCounts(total=total, **parts)
-
-
-# --------------------------------------------------------------------------------------------
-# Quantization schemes → bytes per tensor
-
-
-@dataclass(frozen=True)
-class _Scheme:
-    kind: str  # none | fp8_block | fp8_tensor | fp8_channel | nvfp4 | mxfp4 | mxfp8 | int4_awq |
-    #            int_gptq | ct_int | int8_channel | bnb4 | bnb8
-    bits: int = 16
-    group_size: int = 128
-    block: tuple[int, int] = (128, 128)
-    zero_points: bool = False
-    g_idx: bool = False
-
-    def label(self) -> str:
-        return {"none": "unquantized", "fp8_block": f"FP8 + {self.block[0]}x{self.block[1]} block "
-                "scales", "fp8_tensor": "FP8 per-tensor", "fp8_channel": "FP8 per-channel",
-                "nvfp4": "NVFP4 (fp8 scale per 16)", "mxfp4": "MXFP4 (e8m0 scale per 32)",
-                "mxfp8": "MXFP8 (e8m0 scale per 32)", "int4_awq": f"AWQ int4 g{self.group_size}",
-                "int_gptq": f"GPTQ int{self.bits} g{self.group_size}",
-                "ct_int": f"int{self.bits} g{self.group_size}", "int8_channel": "int8 per-channel",
-                "bnb4": "bitsandbytes 4-bit", "bnb8": "bitsandbytes 8-bit"}[self.kind]
-
-
-_NONE = _Scheme("none")
-
-
-@dataclass
-class _QuantPlan:
-    default: _Scheme
-    excluded: list[str]
-    per_module: dict[str, _Scheme]  # canonical tail (layers.N....) → scheme (modelopt mixed)
-    experts_only: bool = False  # MXFP4 (gpt-oss): only MoE experts are quantized
-    method: str = "unquantized"
-    warnings: tuple[str, ...] = ()
-
-
-def _modelopt_scheme(algo: str, group_size: Any = None) -> _Scheme | None:
-    a = str(algo).upper()
-    if a == "FP8" or a == "FP8_PER_TENSOR":
-        return _Scheme("fp8_tensor", bits=8)
-    if a in ("FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"):
-        return _Scheme("fp8_channel", bits=8)
-    if a in ("NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8"):
-        return _Scheme("nvfp4", bits=4, group_size=int(group_size or 16))
-    if a in ("MXFP4", "W4A16_MXFP4"):
-        return _Scheme("mxfp4", bits=4, group_size=32)
-    if a == "MXFP8":
-        return _Scheme("mxfp8", bits=8, group_size=32)
-    if a in ("INT4_AWQ", "W4A8_AWQ", "W4A16_AWQ"):
-        return _Scheme("int4_awq", bits=4, group_size=int(group_size or 128))
-    if a in ("W8A8_SQ_PER_CHANNEL", "INT8_SQ", "INT8"):
-        return _Scheme("int8_channel", bits=8)
-    return None
-
-
-def _ct_scheme(weights: Mapping[str, Any]) -> _Scheme | None:
-    bits = int(weights.get("num_bits", 8))
-    typ = str(weights.get("type", "int"))
-    strategy = str(weights.get("strategy", "tensor"))
-    group = weights.get("group_size")
-    if typ == "float" and bits == 8:
-        if strategy == "block":
-            bs = weights.get("block_structure") or [128, 128]
-            return _Scheme("fp8_block", bits=8, block=(int(bs[0]), int(bs[1])))
-        return _Scheme("fp8_channel" if strategy == "channel" else "fp8_tensor", bits=8)
-    if typ == "float" and bits == 4:
-        return _Scheme("nvfp4", bits=4, group_size=int(group or 16))
-    if typ == "int" and bits == 8 and strategy in ("channel", "tensor"):
-        return _Scheme("int8_channel", bits=8)
-    if typ == "int":
-        return _Scheme("ct_int", bits=bits, group_size=int(group or 128),
-                       zero_points=not bool(weights.get("symmetric", True)))
-    return None
-
-
-def _quant_plan(config: Mapping[str, Any], hf_quant_config: Mapping[str, Any] | None,
-                scheme: str | None) -> _QuantPlan:
-    if scheme is not None:
-        s = scheme.lower().replace("-", "_")
-        table = {"bf16": _NONE, "bfloat16": _NONE, "fp16": _NONE, "none": _NONE,
-                 "fp8": _Scheme("fp8_block", bits=8), "fp8_block": _Scheme("fp8_block", bits=8),
-                 "fp8_tensor": _Scheme("fp8_tensor", bits=8), "nvfp4": _Scheme("nvfp4", bits=4, group_size=16),
-                 "mxfp4": _Scheme("mxfp4", bits=4, group_size=32),
-                 "awq": _Scheme("int4_awq", bits=4), "gptq": _Scheme("int_gptq", bits=4, g_idx=True),
-                 "int4": _Scheme("ct_int", bits=4), "int8": _Scheme("int8_channel", bits=8)}
-        if s not in table:
-            raise ConfigError(f"unknown weight scheme {scheme!r}", hint=", ".join(table))
-        d = table[s]
-        return _QuantPlan(d, ["lm_head"], {}, experts_only=d.kind == "mxfp4",
-                          method="unquantized" if d is _NONE else d.label())
-    qc = config.get("quantization_config")
-    if not isinstance(qc, Mapping):
-        tc = config.get("text_config")
-        qc = tc.get("quantization_config") if isinstance(tc, Mapping) else None
-    hq = hf_quant_config.get("quantization") if isinstance(hf_quant_config, Mapping) else None
-    if not isinstance(qc, Mapping) and not isinstance(hq, Mapping):
-        return _QuantPlan(_NONE, [], {})
-    qc = qc if isinstance(qc, Mapping) else {}
-    qm = str(qc.get("quant_method", "modelopt" if hq else "")).lower()
-    warnings: list[str] = []
-    excluded = [str(x) for x in (qc.get("modules_to_not_convert") or qc.get("ignored_layers")
-                                 or qc.get("ignore") or qc.get("exclude_modules") or [])]
-    if qm == "fp8":
-        bs = qc.get("weight_block_size")
-        fp8 = _Scheme("fp8_block", bits=8, block=(int(bs[0]), int(bs[1]))) if bs else \
-            _Scheme("fp8_tensor", bits=8)
-        return _QuantPlan(fp8, excluded + ["lm_head"], {}, method=f"fp8 ({fp8.label()})")
-    if qm in ("fbgemm_fp8",):
-        return _QuantPlan(_Scheme("fp8_channel", bits=8), excluded + ["lm_head"], {},
-                          method="fbgemm_fp8 (FP8 per-channel)")
-    if qm == "mxfp4":
-        return _QuantPlan(_Scheme("mxfp4", bits=4, group_size=32), excluded, {}, experts_only=True,
-                          method="mxfp4 (MoE experts MXFP4, rest unquantized)")
-    if qm in ("modelopt", "modelopt_fp4", "modelopt_mixed"):
-        src = hq if isinstance(hq, Mapping) else qc
-        algo = str(src.get("quant_algo", "FP8" if qm == "modelopt" else "NVFP4"))
-        excl = [str(x) for x in (src.get("exclude_modules") or qc.get("ignore") or [])]
-        per: dict[str, _Scheme] = {}
-        if algo.upper() == "MIXED_PRECISION":
-            layers = src.get("quantized_layers") or qc.get("quantized_layers") or {}
-            for mod, spec in layers.items():
-                if not isinstance(spec, Mapping):
-                    continue
-                sch = _modelopt_scheme(spec.get("quant_algo", ""), spec.get("group_size"))
-                if sch is None:
-                    warnings.append(f"modelopt algo {spec.get('quant_algo')} not modelled "
-                                    f"({mod}); counted unquantized")
-                    continue
-                per[_canonical_tail(str(mod))] = sch
-            return _QuantPlan(_NONE, excl + ["lm_head"], per, method="modelopt MIXED_PRECISION "
-                              "(per-module FP8 / NVFP4 from quantized_layers)",
-                              warnings=tuple(dict.fromkeys(warnings)))
-        sch = _modelopt_scheme(algo, src.get("group_size"))
-        if sch is None:
-            return _QuantPlan(_NONE, [], {}, method="unquantized",
-                              warnings=(f"modelopt quant_algo {algo} not modelled; weights counted "
-                                        "unquantized",))
-        return _QuantPlan(sch, excl + ["lm_head"], {}, method=f"modelopt {algo} ({sch.label()})")
-    if qm == "compressed-tensors" or qm == "compressed_tensors":
-        groups = qc.get("config_groups") or {}
-        chosen: _Scheme | None = None
-        for g in groups.values():
-            w = g.get("weights") if isinstance(g, Mapping) else None
-            if isinstance(w, Mapping):
-                chosen = _ct_scheme(w)
-                if chosen is not None:
-                    break
-        if chosen is None:
-            return _QuantPlan(_NONE, [], {}, warnings=("compressed-tensors scheme not modelled; "
-                                                       "weights counted unquantized",))
-        if len(groups) > 1:
-            warnings.append("several compressed-tensors config groups: the first one is applied "
-                            "to every Linear")
-        return _QuantPlan(chosen, excluded + ["lm_head"], {},
-                          method=f"compressed-tensors ({chosen.label()})", warnings=tuple(warnings))
-    if qm in ("awq", "awq_marlin"):
-        g = int(qc.get("group_size", qc.get("q_group_size", 128)))
-        return _QuantPlan(_Scheme("int4_awq", bits=int(qc.get("bits", qc.get("w_bit", 4))), group_size=g),
-                          excluded + ["lm_head"], {}, method=f"awq int4 g{g}")
-    if qm in ("gptq", "gptq_marlin"):
-        g = int(qc.get("group_size", 128))
-        b = int(qc.get("bits", 4))
-        g = g if g > 0 else 1 << 30  # -1 = one group per column
-        return _QuantPlan(_Scheme("int_gptq", bits=b, group_size=g, g_idx=True), excluded + ["lm_head"],
-                          {}, method=f"gptq int{b} g{qc.get('group_size', 128)}")
-    if qm == "bitsandbytes":
-        if qc.get("load_in_8bit"):
-            return _QuantPlan(_Scheme("bnb8", bits=8), excluded + ["lm_head"], {},
-                              method="bitsandbytes 8-bit")
-        return _QuantPlan(_Scheme("bnb4", bits=4, group_size=64), excluded + ["lm_head"], {},
-                          method="bitsandbytes 4-bit (absmax per 64)")
-    return _QuantPlan(_NONE, [], {}, warnings=(f"quantization method {qm!r} not modelled; "
-                                               "weights counted unquantized",))
-
-
-# checkpoint spellings of MoE expert modules → the names kvplan's virtual tensors use
-# (Mixtral / MiniMax: block_sparse_moe.experts.E.w1 = gate, w2 = down, w3 = up)
-_EXPERT_WEIGHTS = {"w1": "gate_proj", "w2": "down_proj", "w3": "up_proj"}
-
-
-# a fused virtual tensor whose checkpoint stores (and quantizes) its parts separately
-_FUSED_PARTS = {"in_proj_qkvz": ("in_proj_qkv", "in_proj_z"),  # Qwen3.5 GDN
-                "qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-
-
-def _canonical_tail(name: str) -> str:
-    m = re.search(r"(?:^|\.)((?:layers|mtp)\.\d+\..*|mtp\..*|lm_head.*)$", name)
-    tail = m.group(1) if m else name
-    if ".block_sparse_moe." in tail:
-        tail = tail.replace(".block_sparse_moe.", ".mlp.")
-        head, _, last = tail.rpartition(".")
-        if ".experts." in tail and last in _EXPERT_WEIGHTS:
-            tail = f"{head}.{_EXPERT_WEIGHTS[last]}"
-    return tail
-
-
-def _name_variants(module: str) -> list[str]:
-    tail = module[len("model."):] if module.startswith("model.") else module
-    return [module, tail, f"model.language_model.{tail}", f"language_model.model.{tail}",
-            f"language_model.{tail}", f"model.language_model.model.{tail}"]
-
-
-def _pattern_hit(module: str, pattern: str) -> bool:
-    for name in _name_variants(module):
-        if pattern.startswith("re:"):
-            if re.match(pattern[3:], name):
-                return True
-        elif any(ch in pattern for ch in "*?["):
-            if fnmatchcase(name, pattern) or fnmatchcase(name, pattern.rstrip("*") + "*"):
-                return True
-        elif name == pattern or name.startswith(pattern + ".") or name.endswith("." + pattern):
-            return True
-    return False
-
-
-def _scheme_for(vt: VirtualTensor, plan: _QuantPlan) -> _Scheme:
-    if vt.role != "linear":
-        return _NONE
-    if plan.per_module:
-        tail = _canonical_tail(vt.module)
-        sch = plan.per_module.get(tail)
-        parent, _, leaf = tail.rpartition(".")
-        if sch is None and leaf in _FUSED_PARTS:  # the checkpoint quantizes the parts
-            parts = {plan.per_module.get(f"{parent}.{p}") for p in _FUSED_PARTS[leaf]}
-            sch = parts.pop() if len(parts) == 1 else None
-        if sch is None and ".experts." in vt.name:  # per-expert entries: layers.N.mlp.experts.E.x
-            pre, _, post = tail.partition(".experts.")
-            for k, v in plan.per_module.items():
-                if k.startswith(pre + ".experts.") and k.endswith("." + post.split(".")[-1]):
-                    sch = v
-                    break
-        return sch or _NONE
-    if plan.default is _NONE:
-        return _NONE
-    if plan.experts_only and ".experts." not in vt.name:
-        return _NONE
-    if "visual." in vt.name:
-        return _NONE
-    if any(_pattern_hit(vt.module, p) for p in plan.excluded):
-        return _NONE
-    return plan.default
-
-
-def _tensor_pieces(vt: VirtualTensor, sch: _Scheme, elem_bytes: int) -> list[tuple[str, int]]:
-    """(safetensors dtype, bytes) pieces one virtual tensor takes under a scheme (× count)."""
-    n = vt.count
-    if vt.role == "int64":
-        return [("I64", 8 * vt.numel)]
-    if vt.role == "bool":
-        return [("BOOL", vt.numel)]
-    dt = {2: "BF16", 4: "F32", 1: "U8"}.get(elem_bytes, "BF16")
-    if sch.kind == "none" or len(vt.shape) != 2:
-        return [(dt, vt.numel * elem_bytes)]
-    out_f, in_f = vt.shape
-    numel = out_f * in_f
-    k = sch.kind
-    if k == "fp8_block":
-        bo, bi = sch.block
-        return [("F8_E4M3", numel * n), ("F32", cdiv(out_f, bo) * cdiv(in_f, bi) * 4 * n)]
-    if k == "fp8_tensor":
-        return [("F8_E4M3", numel * n), ("F32", 8 * n)]  # weight_scale + input_scale
-    if k == "fp8_channel":
-        return [("F8_E4M3", numel * n), (dt, out_f * elem_bytes * n)]
-    if k == "nvfp4":
-        g = sch.group_size
-        return [("U8", cdiv(numel, 2) * n), ("F8_E4M3", out_f * cdiv(in_f, g) * n),
-                ("F32", 8 * n)]  # weight_scale_2 + input_scale
-    if k == "mxfp4":
-        return [("U8", cdiv(numel, 2) * n + out_f * cdiv(in_f, 32) * n)]  # blocks + e8m0 scales
-    if k == "mxfp8":
-        return [("F8_E4M3", numel * n), ("U8", out_f * cdiv(in_f, 32) * n)]  # + e8m0 scales
-    groups = cdiv(in_f, sch.group_size)
-    if k == "int4_awq":
-        return [("I32", cdiv(numel * sch.bits, 8) * n + cdiv(groups * out_f * sch.bits, 8) * n),
-                ("F16", groups * out_f * 2 * n)]
-    if k == "int_gptq":
-        packed = cdiv(numel * sch.bits, 8) + cdiv(groups * out_f * sch.bits, 8)
-        return [("I32", (packed + (4 * in_f if sch.g_idx else 0)) * n),
-                ("F16", groups * out_f * 2 * n)]
-    if k == "ct_int":
-        zp = cdiv(groups * out_f * sch.bits, 8) if sch.zero_points else 0
-        return [("I32", (cdiv(numel * sch.bits, 8) + zp) * n), (dt, groups * out_f * elem_bytes * n)]
-    if k == "int8_channel":
-        return [("I8", numel * n), (dt, out_f * elem_bytes * n)]
-    if k == "bnb4":
-        return [("U8", cdiv(numel, 2) * n), ("F32", cdiv(numel, 64) * 4 * n)]
-    if k == "bnb8":
-        return [("I8", numel * n), ("F32", out_f * 4 * n)]
-    return [(dt, vt.numel * elem_bytes)]
-
-
-def weight_bytes_from_config(config: Mapping[str, Any], *,
-                             hf_quant_config: Mapping[str, Any] | None = None,
-                             scheme: str | None = None, draft_method: str | None = None,
-                             dtype: str | None = None, include_vision: bool = True) -> WeightBytes:
-    """Estimate checkpoint bytes from the raw HF config dict (no safetensors metadata at hand).
-
-    Bytes follow the quantization the config declares (`quantization_config`, or ModelOpt's
-    `hf_quant_config.json` passed as `hf_quant_config`), or an explicit `scheme` ('bf16', 'fp8',
-    'nvfp4', 'mxfp4', 'awq', 'gptq', 'int4', 'int8'). Unquantized tensors take the model dtype.
-    """
-    tensors, warnings, layers = config_virtual_tensors(config, draft_method=draft_method,
-                                                       include_vision=include_vision)
-    c = _Cfg(config)
-    model_dtype = dtype or c.get("torch_dtype", "dtype", default="bfloat16")
-    try:
-        elem = dtype_size_bytes(str(model_dtype))
-    except Exception:
-        elem = 2
-        warnings.append(f"model dtype {model_dtype!r} unknown; 2 bytes per parameter assumed")
-    plan = _quant_plan(config, hf_quant_config, scheme)
-    warnings += list(plan.warnings)
-    kv_heads = c.get("num_key_value_heads")
-    if c.get("kv_lora_rank"):
-        kv_heads = None  # MLA: no k/v projections
-    by_dtype: dict[str, int] = {}
-    agg: dict[tuple[Placement, int | None, ShardKind], list[int]] = {}
-    vocab_groups: list[WeightGroup] = []
-    n_loaded = n_extra = 0
-    n_tensors = 0
-    for vt in tensors:
-        sch = _scheme_for(vt, plan)
-        pieces = _tensor_pieces(vt, sch, elem)
-        nbytes = sum(b for _, b in pieces)
-        for d, b in pieces:
-            by_dtype[d] = by_dtype.get(d, 0) + b
-        place, layer, shard = classify_tensor(vt.name, vt.shape, layers)
-        n_tensors += vt.count * len(pieces)
-        if place is Placement.EXTRA:
-            n_extra += vt.numel
-        else:
-            n_loaded += vt.numel
-        if shard is ShardKind.VOCAB:
-            vocab_groups.append(WeightGroup(placement=place, layer=layer, shard=shard,
-                                            num_bytes=nbytes, vocab_rows=vt.shape[0]))
-        else:
-            slot = agg.setdefault((place, layer, shard), [0, 0])
-            slot[0] += nbytes
-            slot[1] += vt.count
-    groups = vocab_groups + [WeightGroup(placement=p, layer=la, shard=s, num_bytes=v[0],
-                                         num_tensors=v[1]) for (p, la, s), v in agg.items()]
-    groups.sort(key=lambda g: (list(Placement).index(g.placement), g.layer or -1, g.shard.value))
-    tie = bool(c.get("tie_word_embeddings", default=False)) and draft_method is None
-    what = f"draft head ({draft_method}) " if draft_method else ""
-    return WeightBytes(
-        total_bytes=sum(by_dtype.values()), bytes_by_dtype=dict(sorted(by_dtype.items())),
-        groups=tuple(groups), num_layers=layers,
-        num_kv_heads=int(kv_heads) if kv_heads else None, tied_embeddings=tie,
-        parameter_count=n_loaded, extra_parameter_count=n_extra, num_tensors=n_tensors,
-        estimated=True,
-        method=f"{what}estimate from config.json parameter counts; bytes by {plan.method}, "
-               f"unquantized tensors {model_dtype}",
-        warnings=tuple(dict.fromkeys(warnings)),
-    )
