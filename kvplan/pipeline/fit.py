@@ -426,8 +426,9 @@ def _add_merged(rows: list, new: FitCandidate | FitMiss, key: Callable) -> None:
 def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[hardware.Gpu],
                             misses: Sequence[FitMiss], max_gpus: int) -> dict[str, int]:
     """For each GPU type whose every planned shape was weight-limited: the fewest GPUs whose
-    share of the weights leaves KV memory (deploy.fewest_gpus_for_weights), beyond --max-gpus."""
-    from kvplan.pipeline.deploy import fewest_gpus_for_weights
+    share of the weights leaves KV memory (analysis.weights_limit), beyond --max-gpus."""
+    from kvplan.analysis.weights_limit import fewest_gpus_for_weights
+    from kvplan.pipeline.deploy import budget_at
 
     out: dict[str, int] = {}
     for g in gpu_rows:
@@ -438,7 +439,8 @@ def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[har
                       deployment=replace(base.deployment, speculative_method=None,
                                          num_speculative_tokens=0),
                       draft=None)
-        best = fewest_gpus_for_weights(req, res, max_gpus + 1)
+        best = fewest_gpus_for_weights(budget_at(req, res), req.deployment.tensor_parallel_size,
+                                       max_gpus + 1)
         if best is not None:
             out[g.name] = best[0]
     return dict(sorted(out.items(), key=lambda kv: kv[1]))
