@@ -232,8 +232,8 @@ def gpus(
 
         typer.echo(json.dumps([g.model_dump(mode="json") for g in rows], indent=2))
         return
-    from kvplan.output import report
-    report.render_gpus(rows, _console())
+    from kvplan.output import listings
+    listings.render_gpus(rows, _console())
 
 
 @app.command()
@@ -264,7 +264,7 @@ def layers(
     token (identical layers share a row; --json lists each)."""
     from kvplan.models.build import Deployment
     from kvplan.models.max_len import LONG_ENV, allow_long_from_env
-    from kvplan.output import report
+    from kvplan.output import listings
     from kvplan.pipeline.deploy import Request, layer_rows
 
     mml, _ = _parse_max_model_len(max_model_len)
@@ -284,7 +284,7 @@ def layers(
                                "layers": [r.model_dump(mode="json") for r in rows],
                                "warnings": list(notes)}, indent=2))
         return
-    report.render_layers(rows, notes, _console())
+    listings.render_layers(rows, notes, _console())
 
 
 @app.command()
@@ -311,7 +311,7 @@ def sweep(
     """Largest fitting context and concurrency per GPU × KV dtype × max_model_len."""
     from kvplan import api
     from kvplan.models.max_len import LONG_ENV, allow_long_from_env
-    from kvplan.output import report
+    from kvplan.output import sweep_report
 
     result = api.sweep(model, draft=draft, max_model_len=max_model_len, gpu=gpu,
                        kv_cache_dtype=kv_cache_dtype, speculative_method=speculative_method,
@@ -325,11 +325,11 @@ def sweep(
     if plot is not None:
         if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError(f"--plot {plot}: use a .png, .svg or .pdf file name")
-        report.plot_sweep(result, str(plot))
+        sweep_report.plot_sweep(result, str(plot))
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        report.render_sweep(result, _console())
+        sweep_report.render_sweep(result, _console())
     any_fit = any(r.largest_fitting_max_model_len for r in result.rows)
     raise typer.Exit(EXIT_FITS if any_fit else EXIT_DOES_NOT_FIT)
 
@@ -524,9 +524,10 @@ def fit(
     --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
     from kvplan import api
     from kvplan.models.max_len import LONG_ENV, allow_long_from_env
-    from kvplan.output import report
+    from kvplan.output.fit_report import render_fit
+    from kvplan.output.progress import DelayedProgress
 
-    progress = report.DelayedProgress(_console(stderr=True), "planning deployments")
+    progress = DelayedProgress(_console(stderr=True), "planning deployments")
     try:
         result = api.fit(
             model, max_model_len=max_model_len, concurrency=concurrency, draft=draft,
@@ -548,7 +549,7 @@ def fit(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        report.render_fit(result, _console())
+        render_fit(result, _console())
     raise typer.Exit(EXIT_FITS if result.candidates else EXIT_DOES_NOT_FIT)
 
 
