@@ -23,13 +23,13 @@ if TYPE_CHECKING:
         OptionError,
         UnsupportedError,
     )
-    from kvplan.pipeline.fit import FitResult
+    from kvplan.pipeline.fit_result import FitResult
     from kvplan.pipeline.sweep import Sweep
 
 # public name → the module that defines it
 _LAZY = {"check": "kvplan.api", "check_specs": "kvplan.api", "sweep": "kvplan.api",
          "fit": "kvplan.api", "Plan": "kvplan.analysis.plan", "Sweep": "kvplan.pipeline.sweep",
-         "FitResult": "kvplan.pipeline.fit",
+         "FitResult": "kvplan.pipeline.fit_result",
          **{e: "kvplan.errors" for e in ("KvplanError", "InputError", "OptionError", "ConfigError",
                                           "UnsupportedError", "HubError")}}
 

@@ -22,7 +22,7 @@ from kvplan.errors import InputError, OptionError
 if TYPE_CHECKING:
     from kvplan.analysis.plan import Plan
     from kvplan.engines.vllm.build import Deployment
-    from kvplan.pipeline.fit import FitResult
+    from kvplan.pipeline.fit_result import FitResult
     from kvplan.pipeline.sweep import Sweep
 
 __all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "fit",

@@ -1,18 +1,19 @@
 """One deployment, end to end: hub → configs → weights → budget → specs → engine → `Plan`.
 
 The glue every command shares (`check`, `ci`, `sweep`, `--serve`, `--from-log`). It reads files
-only through `kvplan.sources.hub`; everything else is the pure modules in order.
+only through `kvplan.sources.hub` (`request.resolve`); everything else is the pure modules in
+order.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan.analysis.plan import Plan, WeightsLimit, build_plan
+from kvplan.analysis.weights_limit import BudgetAt, weights_limit
 from kvplan.budget.kv_memory import (
     NO_KV_MEMORY_WARNING,
     BudgetMode,
@@ -23,107 +24,14 @@ from kvplan.budget.kv_memory import (
     explained_budget,
     explicit_budget,
 )
-from kvplan.engines.vllm.build import BuildResult, Deployment, build
 from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.models.description import ModelDescription
+from kvplan.engines.vllm.build import BuildResult, build
+from kvplan.pipeline.request import Request, Resolved, catalogue_gpu, resolve, text_config
 from kvplan.units import GiB
 
 if TYPE_CHECKING:
     from kvplan.sources.vllm_log import LoggedMemory
-
-
-@dataclass(frozen=True)
-class Request:
-    """Everything a user says about one deployment (CLI flags, a serve line, a CI entry)."""
-
-    model: str
-    deployment: Deployment = field(default_factory=Deployment)
-    revision: str | None = None
-    draft: str | None = None
-    # speculative_config.draft_model_config.hf_config (extract_hidden_states reads its aux ids)
-    draft_hf_config: dict[str, Any] | None = None
-    gpu: str | None = None
-    gpu_memory_bytes: int | None = None  # --gpu-memory: the runtime total, overrides the catalogue
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: int | None = None  # vLLM's kv_cache_memory_bytes (explicit budget)
-    available_kv_gib: float | None = None  # from a vLLM "Available KV cache memory" log line
-    logged_memory: LoggedMemory | None = None  # the memory lines of that log
-    data_parallel_size: int = 1
-    enforce_eager: bool = False
-    explain: bool = False
-    label: str | None = None
-    hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
-    # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
-    diagnose_weights: bool = True
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """The loaded inputs of a request (reused by sweeps: configs are read once)."""
-
-    target: ModelDescription
-    draft: ModelDescription | None
-    target_config: dict[str, Any]
-    target_quant: dict[str, Any] | None
-    draft_config: dict[str, Any] | None
-    weight_headers: dict[str, dict] | None  # type: ignore[type-arg]
-    notes: tuple[str, ...]
-    # weight totals (and bytes per rank), computed once per loaded model: sweeps and `fit` plan
-    # the same model many times
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-def resolve(req: Request) -> Resolved:
-    """Load the target (and draft) configs and describe them."""
-    from kvplan import models as config
-    from kvplan.models.resolution.overrides import apply_hf_overrides, overrides_note
-    from kvplan.sources import hub
-    files = hub.load_model_files(req.model, revision=req.revision)
-    overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
-    target_config = apply_hf_overrides(files.config, overrides)
-    target = config.describe_model(target_config, source=req.model,
-                                   hf_quant_config=files.hf_quant_config)
-    notes = list(files.notes) + [n for n in [overrides_note(overrides)] if n]
-    method = req.deployment.speculative_method
-    draft_desc, draft_cfg = None, None
-    if req.draft is not None:
-        dfiles = hub.load_model_files(req.draft)
-        draft_desc = config.describe_draft(dfiles.config, source=req.draft, method=method,
-                                           target=target, hf_quant_config=dfiles.hf_quant_config)
-        draft_cfg = dfiles.config
-        notes += list(dfiles.notes)
-    elif method == "mtp":
-        draft_desc = config.mtp_draft(target)
-    elif method == "extract_hidden_states":
-        from kvplan.models.drafts import hidden_state_draft
-        draft_desc = hidden_state_draft(target, target_config, req.draft_hf_config)
-    headers = None
-    if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
-        headers = hub.safetensors_headers(files)
-    return Resolved(target=target, draft=draft_desc, target_config=target_config,
-                    target_quant=files.hf_quant_config, draft_config=draft_cfg,
-                    weight_headers=headers, notes=tuple(notes))
-
-
-def _text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:
-    """The language-model part of a config, as the adapters read it (config._common.text_cfg)."""
-    from kvplan.models._common import Cfg, text_cfg
-
-    return dict(text_cfg(Cfg(cfg, source)).data)
-
-
-def _gpu(req: Request) -> tuple[Any, int | None, str | None]:
-    """(catalogue Gpu or None, sm version, note)."""
-    if req.gpu is None:
-        return None, None, None
-    from kvplan.budget import hardware
-    g = hardware.lookup_gpu(req.gpu)
-    note = f"GPU {req.gpu!r}: {g.resolved_from}" if g.resolved_from else None
-    if g.total_memory_nominal and req.gpu_memory_bytes is None:
-        nominal = f"{g.name}: {hardware.nominal_memory_note(g)}"
-        note = f"{note}; {nominal}" if note else nominal
-    return g, hardware.sm_version(g), note
 
 
 def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvBudget:
@@ -139,7 +47,7 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
                               "--kv-cache-memory SIZE or --available-kv-gib X")
     dep = built.planner_input
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    text = _text_config(res.target_config, req.model)
+    text = text_config(res.target_config, req.model)
     layers = text.get("num_hidden_layers")
     per_rank, how = weights_per_rank(req, res)
     moe = text.get("moe_intermediate_size")
@@ -160,7 +68,7 @@ def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:
     `res` has them, else the config's parameter counts; + the draft's."""
     from kvplan.budget import weights
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    text = _text_config(res.target_config, req.model)
+    text = text_config(res.target_config, req.model)
     # fields the config leaves to transformers' defaults (LLaVA's text_config) come from the
     # description the adapters built
     kv_heads = text.get("num_key_value_heads") or next(
@@ -303,7 +211,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     if req.gpu_memory_utilization is not None and not 0 < req.gpu_memory_utilization <= 1:
         raise InputError(f"gpu_memory_utilization must be in (0, 1], got {req.gpu_memory_utilization}")
     res = res or resolve(req)
-    gpu, sm, gpu_note = _gpu(req)
+    gpu, sm, gpu_note = catalogue_gpu(req)
     dep = req.deployment
     if gpu is not None:
         dep = replace(dep, sm=sm, gpu_name=gpu.name,
@@ -332,7 +240,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                 gates.append(reason)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
     # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
-    limit = weights_limit(req, res, gpu, budget, built.planner_input.max_model_len)
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    search = budget_at(replace(req, diagnose_weights=False, explain=False), res) \
+        if req.diagnose_weights else None  # fit turns the search off
+    limit = weights_limit(budget, tp=tp, pp=pp, model=req.model, gpu=gpu,
+                          quantized=res.target_quant is not None,
+                          max_model_len=built.planner_input.max_model_len, budget_at=search)
     budget_warning = limit.summary if limit is not None else None
     extensible = bool(budget.extensible_kv_cache) and budget.mode is BudgetMode.ESTIMATED
     inp = replace(built.planner_input,
@@ -377,102 +290,23 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                       dtype_warnings=tuple(gates))
 
 
-MAX_GPUS_SEARCHED = 1024  # weights_limit: the largest TP×PP tried
+def budget_at(req: Request, res: Resolved) -> BudgetAt:
+    """`req`'s estimated KV memory per GPU at another TP × PP (on another catalogue GPU), for
+    the weights-limit search; None: that shape is invalid."""
 
+    def at(tp: int, pp: int, gpu_name: str | None) -> int | None:
+        r = replace(req, gpu=gpu_name or req.gpu,
+                    deployment=replace(req.deployment, tensor_parallel_size=tp,
+                                       pipeline_parallel_size=pp))
+        g, sm, _ = catalogue_gpu(r)
+        try:
+            built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
+                          res.draft)
+            return budget_for(r, res, built, g).available_kv_bytes_per_gpu
+        except KvplanError:
+            return None
 
-def _budget_at(req: Request, res: Resolved, tp: int, pp: int, gpu_name: str | None = None
-               ) -> int | None:
-    """The estimated KV memory per GPU at TP×PP (on another GPU); None: the shape is invalid."""
-    r = replace(req, gpu=gpu_name or req.gpu,
-                deployment=replace(req.deployment, tensor_parallel_size=tp,
-                                   pipeline_parallel_size=pp))
-    g, sm, _ = _gpu(r)
-    try:
-        built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
-                      res.draft)
-        return budget_for(r, res, built, g).available_kv_bytes_per_gpu
-    except KvplanError:
-        return None
-
-
-def fewest_gpus_for_weights(req: Request, res: Resolved, start: int
-                            ) -> tuple[int, int, int] | None:
-    """(GPUs, TP, PP): the smallest TP×PP (powers of two from `start`) of `req`'s GPU whose share
-    of the weights leaves KV memory by the estimate; None up to MAX_GPUS_SEARCHED."""
-    tp = req.deployment.tensor_parallel_size
-    n = 1 << max(0, start - 1).bit_length()  # the power of two ≥ start
-    while n <= MAX_GPUS_SEARCHED:
-        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
-        fits = [(t, p, a) for t, p in shapes
-                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
-        if fits:
-            # the given TP with more stages first, then the shape that leaves the most KV memory
-            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
-            return n, t, p
-        n *= 2
-    return None
-
-
-def _weights_remedies(req: Request, res: Resolved, gpu: Any, weights: int, usable: int,
-                      total: int | None, max_model_len: int
-                      ) -> tuple[tuple[int, int, int] | None, list[str], list[str]]:
-    """What helps when the weights leave no KV memory: (the fewest GPUs as (GPUs, TP, PP), the
-    suggestions in words, catalogue GPUs that leave KV memory at the same TP × PP)."""
-    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    best = fewest_gpus_for_weights(req, res, tp * pp * 2)
-    tips: list[str] = []
-    roomy: list[str] = []
-    model = req.model if " " not in req.model else repr(req.model)
-    if best is not None:
-        tips.append(f"more GPUs: at least {best[0]} of this type (e.g. -tp {best[1]} -pp "
-                    f"{best[2]}); `kvplan fit {model} --max-model-len {max_model_len} "
-                    f"--concurrency 1{f' --gpu {gpu.name!r}' if gpu is not None else ''} "
-                    f"--max-gpus {best[0]}` searches TP/PP/DP and GPU types")
-    else:
-        tips.append(f"more GPUs: none of up to {MAX_GPUS_SEARCHED} of this type leave KV memory")
-    if res.target_quant is None:
-        tips.append(f"fp8 or another quantized checkpoint: about half the bytes "
-                    f"(~{weights / 2 / GiB:.1f} GiB per GPU here, "
-                    + ("within" if weights / 2 < usable else "still over")
-                    + f" {usable / GiB:.1f} GiB usable)")
-    else:
-        tips.append("a more strongly quantized checkpoint (fewer bytes per weight)")
-    if gpu is not None:
-        from kvplan.budget import hardware
-
-        bigger = [g for g in sorted(hardware.list_gpus(), key=lambda g: g.total_memory_bytes or 0)
-                  if (g.total_memory_bytes or 0) > (total or 0) and g.name != gpu.name]
-        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0][:3]
-        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy) if roomy
-                                                               else "none in the catalogue"))
-    return best, tips, roomy
-
-
-def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
-                  ) -> WeightsLimit | None:
-    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
-    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
-    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
-        return None
-    terms = {t.name: t.num_bytes for t in budget.breakdown}
-    weights = -terms.get("model weights", 0)
-    if weights <= 0:
-        return None
-    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
-    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    total = budget.total_memory_bytes
-    tips: list[str] = []
-    roomy: list[str] = []
-    best = None
-    if req.diagnose_weights:
-        best, tips, roomy = _weights_remedies(replace(req, diagnose_weights=False, explain=False),
-                                              res, gpu, weights, usable, total, max_model_len)
-    return WeightsLimit(
-        weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
-        gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
-        tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        min_num_gpus=best[0] if best else None, min_tensor_parallel_size=best[1] if best else None,
-        min_pipeline_parallel_size=best[2] if best else None, bigger_gpus=roomy, suggestions=tips)
+    return at
 
 
 def _what_if(change: str, r: Request, res: Resolved) -> Any:
@@ -562,7 +396,7 @@ def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
     from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, bytes_per_token
 
     res = resolve(req)
-    gpu, sm, note = _gpu(req)
+    gpu, sm, note = catalogue_gpu(req)
     dep = replace(req.deployment, sm=sm) if gpu is not None else req.deployment
     built = build(res.target, dep, res.draft)
     rows = []

@@ -18,107 +18,15 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from kvplan import __version__
 from kvplan.budget import hardware
 from kvplan.budget.kv_memory import default_batch_limits
 from kvplan.engines.vllm.profiles import get_profile
 from kvplan.errors import InputError, KvplanError
 from kvplan.pipeline.deploy import Request, Resolved, evaluate, resolve
+from kvplan.pipeline.fit_result import FitCandidate, FitMiss, FitResult, FitSkip, FitTarget
 from kvplan.units import format_gib, normalize_kv_cache_dtype
 
-SCHEMA_VERSION = 1
 DEFAULT_KV_DTYPES = ("auto", "fp8", "nvfp4")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class FitTarget(_Frozen):
-    model: str
-    draft: str | None = None
-    max_model_len: int
-    concurrency: int = Field(description="concurrent requests of max_model_len tokens to serve")
-    vllm_version: str = Field(description="the release profile planned")
-    gpus: list[str]
-    kv_cache_dtypes: list[str]
-    max_gpus: int
-
-
-class FitCandidate(_Frozen):
-    gpu: str
-    num_gpus: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    data_parallel_size: int
-    kv_cache_dtype: str
-    speculative: bool = Field(description="the draft (speculative decoding) is on")
-    max_concurrency: float = Field(description="vLLM's maximum concurrency at max_model_len × DP")
-    requests_per_replica: int = Field(
-        description="whole max_model_len requests one replica holds (capped by max_num_seqs)")
-    kv_cache_size_tokens: int = Field(description="per replica (vLLM's 'GPU KV cache size')")
-    available_kv_bytes_per_gpu: int
-    headroom_pct: float = Field(description="max_concurrency / target concurrency − 1, in %")
-    usd_per_hour: float | None = Field(description="all GPUs; None when the GPU has no price")
-    usd_per_gpu_hour: float | None
-    price_source: str | None
-    total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not measured")
-    vllm_serve: str
-    kvplan_check: str
-    merged_kv_cache_dtypes: list[str] = Field(
-        default_factory=list, description="other --kv-cache-dtype values searched that planned "
-                                          "identically on this shape (e.g. auto resolves to fp8 "
-                                          "on this GPU); folded into this row")
-
-
-class FitMiss(_Frozen):
-    gpu: str
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    kv_cache_dtype: str
-    speculative: bool
-    usd_per_gpu_hour: float | None
-    closeness: float = Field(description="the share of the target concurrency this shape reaches "
-                                         "within --max-gpus (a request that does not fit counts "
-                                         "as the share of its KV that does); 1.0 would meet it")
-    lacks: str
-    weights_limited: bool = Field(default=False, description="the weights leave no KV memory "
-                                                             "per GPU on this shape")
-    available_kv_bytes_per_gpu: int | None = Field(
-        default=None, description="the estimate (≤ 0 when weights_limited); ranks misses that "
-                                  "reach 0% of the target: closer to fitting first")
-    merged_kv_cache_dtypes: list[str] = Field(
-        default_factory=list, description="other --kv-cache-dtype values that missed the same way")
-
-
-class FitSkip(_Frozen):
-    gpu: str
-    kv_cache_dtype: str | None = Field(default=None,
-                                       description="set when the KV dtype gate refused it")
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    reason: str
-
-
-class FitResult(_Frozen):
-    schema_version: int = SCHEMA_VERSION
-    kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
-    target: FitTarget
-    candidates: list[FitCandidate]
-    num_fitting: int = Field(description="deployments found that meet the target (≥ candidates)")
-    misses: list[FitMiss] = Field(default_factory=list,
-                                  description="the nearest misses, when nothing meets the target")
-    skipped: list[FitSkip] = Field(default_factory=list,
-                                   description="combinations not planned, and why (KV dtype "
-                                               "gates, TP/PP rules)")
-    weights_need_more_gpus: dict[str, int] = Field(
-        default_factory=dict, description="GPU → the fewest GPUs (TP×PP) whose share of the "
-                                          "weights leaves KV memory, for the GPU types where no "
-                                          "shape within --max-gpus did (raise --max-gpus)")
-    planned: int = Field(description="replica shapes planned by the engine")
-    pruned: int = Field(description="shapes not planned: they cannot beat the ones found")
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,8 +334,9 @@ def _add_merged(rows: list, new: FitCandidate | FitMiss, key: Callable) -> None:
 def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[hardware.Gpu],
                             misses: Sequence[FitMiss], max_gpus: int) -> dict[str, int]:
     """For each GPU type whose every planned shape was weight-limited: the fewest GPUs whose
-    share of the weights leaves KV memory (deploy.fewest_gpus_for_weights), beyond --max-gpus."""
-    from kvplan.pipeline.deploy import fewest_gpus_for_weights
+    share of the weights leaves KV memory (analysis.weights_limit), beyond --max-gpus."""
+    from kvplan.analysis.weights_limit import fewest_gpus_for_weights
+    from kvplan.pipeline.deploy import budget_at
 
     out: dict[str, int] = {}
     for g in gpu_rows:
@@ -438,7 +347,8 @@ def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[har
                       deployment=replace(base.deployment, speculative_method=None,
                                          num_speculative_tokens=0),
                       draft=None)
-        best = fewest_gpus_for_weights(req, res, max_gpus + 1)
+        best = fewest_gpus_for_weights(budget_at(req, res), req.deployment.tensor_parallel_size,
+                                       max_gpus + 1)
         if best is not None:
             out[g.name] = best[0]
     return dict(sorted(out.items(), key=lambda kv: kv[1]))
@@ -521,14 +431,3 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
         price_source=None if usd_gpu is None else shape.price_source,
         total_memory_nominal=shape.gpu.total_memory_nominal, vllm_serve=serve,
         kvplan_check=check)
-
-
-def json_schema() -> dict:  # type: ignore[type-arg]
-    """The JSON Schema of `kvplan fit --json` (committed as docs/fit.schema.json)."""
-    return FitResult.model_json_schema()
-
-
-if __name__ == "__main__":  # python -m kvplan.pipeline.fit > docs/fit.schema.json
-    import sys
-
-    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")

@@ -25,8 +25,8 @@ FIT_DOC = DOC.parent / "fit.schema.json"
 
 
 def test_committed_fit_schema_matches_the_models() -> None:
-    from kvplan.pipeline.fit import SCHEMA_VERSION as FIT_VERSION
-    from kvplan.pipeline.fit import json_schema as fit_schema
+    from kvplan.pipeline.fit_result import SCHEMA_VERSION as FIT_VERSION
+    from kvplan.pipeline.fit_result import json_schema as fit_schema
 
     schema = fit_schema()
     assert json.loads(FIT_DOC.read_text()) == schema, "run `make schema` and commit the result"

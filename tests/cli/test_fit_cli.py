@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.cli import app
-from kvplan.pipeline.fit import FitResult
+from kvplan.pipeline.fit_result import FitResult
 
 runner = CliRunner()
 CONFIGS = Path(__file__).resolve().parent.parent / "data" / "hf-configs"
