@@ -14,8 +14,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kvplan"
 
 # lowest first: a module may import its own stage and the stages listed before it
-STAGES = ("core", "engine", "models", "sources", "budget", "analysis", "pipeline", "api", "output",
-          "cli")
+STAGES = ("core", "engine", "models", "engines", "sources", "budget", "analysis", "pipeline", "api",
+          "output", "cli")
 CORE = {"kvplan.errors", "kvplan.units"}
 ENTRY = {"kvplan", "kvplan.__main__"}  # the package root re-exports the API lazily
 

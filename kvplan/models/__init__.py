@@ -375,7 +375,23 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         if desc.pooling_defaults is None and not desc.draft_method:
             from kvplan.models.pooling import mark_pooling
             desc = mark_pooling(desc, top)
+        return _with_vision_tower(desc, top)
+
+
+def _with_vision_tower(desc: ModelDescription, top: Cfg) -> ModelDescription:
+    """Record the config's vision_config dims (SGLang sizes its VLM memory reserve from them)."""
+    vision = top.data.get("vision_config")
+    if not isinstance(vision, Mapping):
         return desc
+    from kvplan.models.description import VisionTowerDims
+
+    def positive_int(key: str) -> int | None:
+        v = vision.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+    return desc.model_copy(update={"vision_tower": VisionTowerDims(
+        num_hidden_layers=positive_int("num_hidden_layers"),
+        hidden_size=positive_int("hidden_size"))})
 
 
 @contextmanager

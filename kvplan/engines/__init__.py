@@ -1,0 +1,1 @@
+"""Start-up engines kvplan reproduces: vLLM's planner and SGLang's pool sizing."""
