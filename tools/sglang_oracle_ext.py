@@ -51,7 +51,9 @@ functions; nothing of SGLang is copied. What is added, and why it cannot change 
   reserves its capture memory: without this the shared oracle's torch+cpu process disables the
   prefill graph and reports a mem_fraction_static 0.005 too high for most models) and
   ``utils.common.is_float4_e2m1fn_x2`` (an FP4 KV cache is sized by its FP4 recipe, scales
-  included, only on CUDA: without it NVFP4 KV is sized as one byte per element). Patched for the
+  included, only on CUDA: without it NVFP4 KV is sized as one byte per element), and
+  ``select_dsv4_kv_layout`` (DeepSeek-V4's KV page layout is V4.1 on SM100, V4 elsewhere; it asks
+  ``torch.cuda.is_available()``, ``torch.version.cuda`` and the capability). Patched for the
   duration of each call only; module-level ``_is_cuda`` constants bound at import keep False and
   none of them is on the sizing path.
 * The FP4 KV recipe object (``get_kv_cache_quant_method``) is built with ``device="cpu"``: it
@@ -616,7 +618,9 @@ def _install_is_cuda_fact(is_cuda_fact):
       ``sglang.srt.utils.is_cuda`` when called;
     * ``utils.common.is_float4_e2m1fn_x2`` (FP4 KV storage only counts as FP4 on CUDA; it picks
       the FP4 KV recipe's cell size), which reads ``common.is_cuda`` as a global; replaced in
-      every imported module that bound it by name.
+      every imported module that bound it by name;
+    * ``deepseek_v4_memory_pool.select_dsv4_kv_layout`` (the V4.1 KV page layout on SM100),
+      which asks ``torch.cuda.is_available()`` / ``torch.version.cuda`` and the capability.
     """
     import sglang.srt.mem_cache.kv_cache_configurator  # noqa: F401  (bind the names first)
     import sglang.srt.model_executor.cuda_graph_config as cgc
@@ -624,19 +628,28 @@ def _install_is_cuda_fact(is_cuda_fact):
     import sglang.srt.utils as sglang_utils
     import sglang.srt.utils.common as common
 
+    import torch
+
     def with_fact(fn):
         def wrapper(*args, **kwargs):
-            saved = (sglang_utils.is_cuda, common.is_cuda)
+            saved = (sglang_utils.is_cuda, common.is_cuda, torch.cuda.is_available,
+                     torch.version.cuda)
             sglang_utils.is_cuda = common.is_cuda = lambda: is_cuda_fact
+            torch.cuda.is_available = lambda: is_cuda_fact
+            torch.version.cuda = "12.9" if is_cuda_fact else None
             try:
                 return fn(*args, **kwargs)
             finally:
-                sglang_utils.is_cuda, common.is_cuda = saved
+                (sglang_utils.is_cuda, common.is_cuda, torch.cuda.is_available,
+                 torch.version.cuda) = saved
 
         wrapper.__wrapped__ = fn
         return wrapper
 
     cgc.default_prefill_backend = with_fact(cgc.default_prefill_backend)
+    import sglang.srt.mem_cache.deepseek_v4_memory_pool as dsv4_pool
+
+    dsv4_pool.select_dsv4_kv_layout = with_fact(dsv4_pool.select_dsv4_kv_layout)
     # The FP4 KV recipe object allocates its per-layer global scales on kvc.device ("cuda");
     # make them on the CPU: compute_cell_size reads head counts and dims, never these tensors.
     import sglang.srt.layers.quantization.fp4_kv_cache_quant_method as fp4q

@@ -203,6 +203,13 @@ class ModelDescription(Frozen):
     pooling_defaults: tuple[str | None, str] | None = None
     # the config has a `vision_config` (None: it has none)
     vision_tower: VisionTowerDims | None = None
+    # the text config's `num_nextn_predict_layers` key as written (None: absent); SGLang's
+    # ModelConfig reads only this key, where num_nextn_predict_layers above also counts
+    # mtp_num_hidden_layers and class defaults
+    nextn_predict_layers_key: int | None = None
+    # a block draft head's block size as its config states it (DFlash: dflash_config.block_size
+    # or the top-level block_size): the verify window SGLang's DFLASH worker drafts
+    draft_block_size: int | None = None
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp

@@ -157,7 +157,8 @@ def _declared_kv_quant_algo(qc: Mapping[str, Any]) -> str | None:
     """The KV quantization a quantization config declares, as written: `kv_cache_quant_algo`
     (nested under `quantization` in hf_quant_config.json, or flat), or "FP8" for an 8-bit float
     `kv_cache_scheme` (SGLang: ModelOptFp8Config.from_config, CompressedTensorsConfig)."""
-    inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
+    nested = qc.get("quantization")
+    inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else qc
     for section in (inner, qc):
         scheme = section.get("kv_cache_scheme")
         if isinstance(scheme, Mapping):
