@@ -86,7 +86,8 @@ def pp_indices(num_layers: int, rank: int, pp_size: int) -> tuple[int, int]:
 class MambaCarveOut:
     rest_gb: float  # what is left for the KV pools (GB)
     max_mamba_cache_size: int
-    stage_per_req: int
+    per_req: int  # mamba2_cache_params.mamba_cache_per_req: every state layer
+    stage_per_req: int  # this PP stage's share (the largest stage's)
     intermediate_gb: float
 
 
@@ -150,4 +151,5 @@ def handle_max_mamba_cache(total_rest_gb: float, lin: LinearState, args: Resolve
                 max_mamba_cache_size=max_mamba, rest_gb=rest, per_req_mb=stage_per_req / (1 << 20))))
     state_gb = (max_mamba + 1) * (stage_per_req + extra_per_slot) / GIB
     return MambaCarveOut(rest_gb=rest - state_gb, max_mamba_cache_size=max_mamba,
-                         stage_per_req=stage_per_req, intermediate_gb=intermediate_gb)
+                         per_req=per_req, stage_per_req=stage_per_req,
+                         intermediate_gb=intermediate_gb)

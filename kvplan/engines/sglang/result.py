@@ -36,7 +36,7 @@ class SglangResolved(Frozen):
     chunked_prefill_size: int
     cuda_graph_max_bs_decode: int | None  # None: decode CUDA graph disabled
     prefill_cuda_graph: str  # breakable | disabled
-    prefill_cuda_graph_bs_count: int
+    prefill_cuda_graph_bs_count: int  # the prefill graph buckets the memory reserve counts
     reserved_mem_mib: float | None  # handle_gpu_memory_settings' reserve (default mfs only)
     mem_fraction_static: float
     mem_fraction_static_is_default: bool

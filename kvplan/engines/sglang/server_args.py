@@ -155,9 +155,9 @@ def _attention_backend(model: SglangModel, dep: SglangDeployment, platform: Plat
     if sm100 and arch in ("Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
                           "Qwen3_5ForConditionalGeneration"):
         # model_overrides/qwen3_5.py: triton unless trtllm_mha serves the extra-buffer /
-        # no-radix / speculative cases
-        keeps = not extra_buffer and not dep.disable_radix_cache and (
-            dep.speculative_algorithm is None)
+        # no-radix / speculative cases. The override runs before the Mamba cache strategy is
+        # resolved (auto → extra_buffer later), so only an explicit strategy would count here.
+        keeps = not dep.disable_radix_cache and dep.speculative_algorithm is None
         return "trtllm_mha" if default == "trtllm_mha" and not keeps else "triton"
     return default
 
@@ -192,11 +192,11 @@ def _page_size(model: SglangModel, dep: SglangDeployment, backend: str, platform
     if model.is_dsa:
         return 64  # model_overrides/deepseek_v2.py: 64 × index_kpool
     page = dep.page_size or 1
-    if (dep.page_size is None and platform is Platform.SM100 and backend == "trtllm_mha"
+    if (dep.attention_backend is None and platform is Platform.SM100
             and model.architecture in ("Qwen3NextForCausalLM",
                                        "Qwen3_5MoeForConditionalGeneration",
                                        "Qwen3_5ForConditionalGeneration")):
-        page = 64  # model_overrides/qwen3_5.py
+        page = 64 if backend == "trtllm_mha" else 1  # model_overrides/qwen3_5.py
     if backend == "flashmla":
         page = 64
     if backend == "trtllm_mla" and page not in (32, 64):
@@ -343,6 +343,15 @@ def resolve(model: SglangModel, dep: SglangDeployment, gpu: SglangGpu,
     if backend == "fa3" and kv == "fp8_e5m2":
         backend = "triton"  # overrides._attention_backend_fa3_fp8_fallback
     page = _page_size(model, dep, backend, platform, topk)
+    if prefill_graph and backend == "trtllm_mla" and "DeepseekV3ForCausalLM" in (
+            model.architectures):
+        # cuda_graph_hook.disable_prefill_cuda_graph_for_deepseek_trtllm_mla: after the memory
+        # settings, so the reserve above still counted the prefill graph
+        prefill_graph = False
+    if dep.enable_dp_attention:
+        # parallel_hook.handle_data_parallelism, after the memory settings: one chunk per
+        # attention-DP rank
+        chunked = chunked // attn_dp
     disable_overlap = dep.disable_overlap_schedule or dep.pp_size > 1
     # overrides._pipeline_parallel_overlap_disable: PP turns the overlap scheduler off
     if model.linear is not None and not dep.disable_radix_cache and not extra_buffer and (

@@ -170,7 +170,7 @@ def plan_sglang(target: ModelDescription, deployment: SglangDeployment, *, gpu: 
     rows = conf.rows(config)
     mamba_per_req = None
     if carve is not None and model.linear is not None:
-        mamba_per_req = carve.stage_per_req
+        mamba_per_req = carve.per_req
         rows.append(PoolRow(pool="mamba", layers=len(model.linear.layer_ids),
                             bytes_per_request=carve.stage_per_req,
                             slots=carve.max_mamba_cache_size,
