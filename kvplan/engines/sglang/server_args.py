@@ -143,8 +143,7 @@ def _declared_backend(model: SglangModel, dep: SglangDeployment, platform: Platf
 
 
 def _attention_backend(model: SglangModel, dep: SglangDeployment, platform: Platform,
-                       profile: SglangProfile, topk: int | None, page_size: int | None,
-                       extra_buffer: bool) -> str:
+                       profile: SglangProfile, topk: int | None, page_size: int | None) -> str:
     """The declared backend, else model_override_base.get_default_attn_backend for the GPU."""
     declared = _declared_backend(model, dep, platform, profile)
     if declared is not None:
@@ -336,8 +335,7 @@ def resolve(model: SglangModel, dep: SglangDeployment, gpu: SglangGpu,
         if declared == "flashinfer":
             raise UnsupportedError("nvfp4 KV with the flashinfer prefill backend (an FP8 "
                                    "dequant workspace) is not modelled for SGLang")
-    backend = _attention_backend(model, dep, platform, profile, topk, dep.page_size,
-                                 extra_buffer)
+    backend = _attention_backend(model, dep, platform, profile, topk, dep.page_size)
     if kv == "nvfp4":
         backend = "trtllm_mha"
     if backend == "fa3" and kv == "fp8_e5m2":
