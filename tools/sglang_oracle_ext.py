@@ -19,9 +19,10 @@ functions; nothing of SGLang is copied. What is added, and why it cannot change 
   ...), (b) sizes an ``auto`` KV cache in the model dtype where the checkpoint's quantization
   config declares an FP8 KV cache (ModelOpt ``kv_cache_quant_algo: FP8``), and (c) cannot slice
   the layers of a pipeline stage. The stand-in carries exactly those attributes, each made by
-  SGLang: ``get_attention_sliding_window_size`` is the model class's own method (the class that
-  ``ModelRegistry.resolve_model_cls`` returns for the architecture, called unbound on an object
-  holding ``config``); ``quant_config`` is ``model_loader.weight_utils.get_quant_config`` on the
+  SGLang: ``get_attention_sliding_window_size`` is the model class's own method (the
+  ``sglang.srt.models`` module that defines ``class <architecture>(`` is imported, as the registry
+  would, and the method called unbound on an object holding ``config``; only for hybrid-SWA
+  models, the ones whose pools read the window); ``quant_config`` is ``model_loader.weight_utils.get_quant_config`` on the
   case's config folder; ``start_layer`` / ``end_layer`` are ``distributed.utils.get_pp_indices``
   for the stage, as ``make_layers`` sets them. Importing the model classes needs a few pure-Python
   packages the shared venv lacks (einops, openai, distro, jiter, sniffio, partial_json_parser);
@@ -45,14 +46,15 @@ functions; nothing of SGLang is copied. What is added, and why it cannot change 
   (B200), ``cuda_sm80`` (A100), ``cuda_sm89`` (L4 / L40S), installed with SGLang's own
   ``override_platform``; each adds ``has_flashinfer`` (flashinfer is a dependency of the sglang
   wheel on CUDA; it picks the default attention backend off Hopper / Blackwell).
-* ``is_cuda()`` answers the platform's fact inside the two SGLang functions on the sizing path
+* ``is_cuda()`` answers the platform's fact inside the three SGLang functions on the sizing path
   that call it at run time (not at import): ``cuda_graph_config.default_prefill_backend`` (on
   CUDA the breakable prefill CUDA graph is the default, and ``handle_gpu_memory_settings``
   reserves its capture memory: without this the shared oracle's torch+cpu process disables the
   prefill graph and reports a mem_fraction_static 0.005 too high for most models) and
   ``utils.common.is_float4_e2m1fn_x2`` (an FP4 KV cache is sized by its FP4 recipe, scales
   included, only on CUDA: without it NVFP4 KV is sized as one byte per element), and
-  ``select_dsv4_kv_layout`` (DeepSeek-V4's KV page layout is V4.1 on SM100, V4 elsewhere; it asks
+  ``select_dsv4_kv_layout`` (with SGLANG_DSV4_KV_LAYOUT=auto DeepSeek-V4's KV page layout is V4.1
+  on SM100; the default, v4, takes V4 anywhere; it asks
   ``torch.cuda.is_available()``, ``torch.version.cuda`` and the capability). Patched for the
   duration of each call only; module-level ``_is_cuda`` constants bound at import keep False and
   none of them is on the sizing path.
