@@ -68,6 +68,53 @@ class CheckOptions(TypedDict, total=False):
     vllm: str | None
     with_fix: bool
     explain: bool
+    # engine="sglang": SGLang's own flags (python -m sglang.launch_server), snake_case; the
+    # parallel sizes and the context length may also be given by the vLLM names above
+    sglang: str | None  # the SGLang release profile (default: the newest modelled)
+    tp_size: int
+    pp_size: int
+    dp_size: int
+    enable_dp_attention: bool
+    mem_fraction_static: float | None
+    max_total_tokens: int | None
+    context_length: int | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    cuda_graph_max_bs: int | None  # --cuda-graph-max-bs-decode
+    swa_full_tokens_ratio: float | None
+    disable_radix_cache: bool
+    mamba_full_memory_ratio: float | None
+    max_mamba_cache_size: int | None
+    speculative_algorithm: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+    speculative_draft_kv_cache_dtype: str | None
+    pre_model_load_gib: float | None  # SGLang's logged "Load weight begin. avail mem=X GB"
+
+
+# options only vLLM reads: refused with engine="sglang" (the SGLang flag to use, if any)
+_VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method":
+              "speculative_algorithm", "num_speculative_tokens": "speculative_num_draft_tokens",
+              "draft_kv_cache_dtype": "speculative_draft_kv_cache_dtype",
+              "max_num_batched_tokens": "chunked_prefill_size",
+              "max_num_seqs": "max_running_requests", "block_size": "page_size",
+              "gpu_memory_utilization": "mem_fraction_static", "available_kv_gib":
+              "pre_model_load_gib", "draft_block_size": None, "decode_context_parallel_size": None,
+              "draft_tensor_parallel_size": None, "pp_layer_partition": None,
+              "enable_prefix_caching": "disable_radix_cache", "mamba_cache_dtype": None,
+              "mamba_ssm_cache_dtype": None, "num_gpu_blocks_override": None, "runner": None,
+              "convert": None, "dtype": None, "allow_long_max_model_len": None,
+              "enforce_eager": None, "vllm": "sglang", "with_fix": None, "explain": None}
+# options only SGLang reads: refused with engine="vllm"
+_SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
+                "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
+                "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs",
+                "swa_full_tokens_ratio", "disable_radix_cache", "mamba_full_memory_ratio",
+                "max_mamba_cache_size", "speculative_algorithm", "speculative_num_steps",
+                "speculative_eagle_topk", "speculative_num_draft_tokens",
+                "speculative_draft_kv_cache_dtype", "pre_model_load_gib")
 
 
 class SpecsOptions(TypedDict, total=False):
@@ -134,16 +181,27 @@ class FitOptions(TypedDict, total=False):
     vllm: str | None
     with_fix: bool
 
-def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOptions]) -> Plan:
+def check(model: str, *, draft: str | None = None, engine: str = "vllm",
+          **options: Unpack[CheckOptions]) -> Plan:
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
     Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
     input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    `engine="sglang"` plans SGLang's KV pool sizing instead of vLLM's (`plan.sglang`), with
+    SGLang's own flags (`mem_fraction_static`, `max_total_tokens`, `context_length`, ...).
     """
     o = _options(options, CheckOptions, "check")
     _need_str(model, "model")
     if draft is not None:
         _need_str(draft, "draft")
+    if engine not in ("vllm", "sglang"):
+        raise OptionError(f"check() engine must be 'vllm' or 'sglang', got {engine!r}")
+    if engine == "sglang":
+        return _check_sglang(model, draft, o)
+    given = [k for k in _SGLANG_ONLY if k in o]
+    if given:
+        raise OptionError(f"check() option {given[0]} is an SGLang flag",
+                          hint="pass engine='sglang', or use the vLLM option")
     from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
@@ -167,6 +225,57 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o))
     return evaluate(req).plan
+
+
+def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:
+    """kvplan.check(..., engine="sglang"): SGLang's flags → SglangDeployment → the SGLang plan."""
+    from kvplan.engines.sglang.deployment import SglangDeployment
+    from kvplan.pipeline.sglang import SglangRequest, evaluate_sglang
+    from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
+
+    for name, instead in _VLLM_ONLY.items():
+        if name in o:
+            raise OptionError(f"check() option {name} is a vLLM flag; engine='sglang' does not "
+                              "read it", hint=f"use {instead}" if instead else
+                              "drop it for engine='sglang'")
+    mml, auto = parse_max_model_len(o.get("max_model_len"))
+    if auto:
+        raise InputError("engine='sglang' takes a number for the context length, not auto")
+
+    def pick(name: str, alias: str, default: Any) -> Any:
+        if name in o and alias in o and o[name] != o[alias]:
+            raise OptionError(f"check() got both {name} and {alias} with different values")
+        return o.get(name, o.get(alias, default))
+
+    fields = dict(
+        sglang_version=o.get("sglang"), tp_size=pick("tp_size", "tensor_parallel_size", 1),
+        pp_size=pick("pp_size", "pipeline_parallel_size", 1),
+        dp_size=pick("dp_size", "data_parallel_size", 1),
+        context_length=o.get("context_length", mml),
+        kv_cache_dtype=o.get("kv_cache_dtype", "auto"),
+        cuda_graph_max_bs_decode=o.get("cuda_graph_max_bs"),
+        **{k: o[k] for k in ("enable_dp_attention", "mem_fraction_static", "max_total_tokens",
+                             "page_size", "max_running_requests", "chunked_prefill_size",
+                             "swa_full_tokens_ratio", "disable_radix_cache",
+                             "mamba_full_memory_ratio", "max_mamba_cache_size",
+                             "speculative_algorithm", "speculative_num_steps",
+                             "speculative_eagle_topk", "speculative_num_draft_tokens",
+                             "speculative_draft_kv_cache_dtype", "attention_backend")
+           if k in o})
+    try:
+        dep = SglangDeployment(**fields)
+    except ValueError as exc:  # pydantic's: a flag out of range
+        first = exc.errors()[0] if hasattr(exc, "errors") else None  # type: ignore[union-attr]
+        where = ".".join(str(x) for x in first["loc"]) if first else ""
+        raise OptionError(f"check() option {where}: {first['msg'] if first else exc}") from None
+    kv_mem = o.get("kv_cache_memory")
+    gpu_mem = o.get("gpu_memory")
+    req = SglangRequest(
+        model=model, deployment=dep, revision=o.get("revision"), draft=draft, gpu=o.get("gpu"),
+        gpu_memory_mib=parse_size_bytes(gpu_mem) / 2**20 if gpu_mem else None,
+        kv_budget_bytes=parse_kv_cache_memory_bytes(kv_mem) if kv_mem is not None else None,
+        pre_model_load_gib=o.get("pre_model_load_gib"), hf_overrides=_hf_overrides(o))
+    return evaluate_sglang(req)
 
 
 def _hf_overrides(o: Mapping[str, Any]) -> str | None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
 from kvplan.budget.kv_memory import KvBudget
+from kvplan.engines.sglang.result import SglangResult
 from kvplan.engines.vllm.planner import EngineResult
 from kvplan.engines.vllm.serialize import contract_dict
 from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
@@ -93,9 +95,12 @@ class GroupRow(FrozenModel):
 class Plan(FrozenModel):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
+    engine: Literal["vllm", "sglang"] = Field(
+        default="vllm", description="the server whose start-up was planned: vLLM's KV cache "
+                                    "planner, or SGLang's KV pool sizing (see `sglang`)")
     model: str
     draft: str | None = None
-    vllm_version: str
+    vllm_version: str | None = Field(description="the vLLM release profile (None: an SGLang plan)")
     with_fix: bool
     gpu: str | None = None
     budget_mode: str
@@ -142,6 +147,12 @@ class Plan(FrozenModel):
         default=None, description="max concurrency × data_parallel_size (all replicas)")
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
+    sglang_version: str | None = Field(default=None,
+                                       description="the SGLang release profile (SGLang plans)")
+    sglang: SglangResult | None = Field(
+        default=None, description="SGLang's own numbers under SGLang's names (engine 'sglang'): "
+                                  "mem_fraction_static, max_total_num_tokens, "
+                                  "max_running_requests, the pools, the resolved server args")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""

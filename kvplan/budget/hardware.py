@@ -2,8 +2,9 @@
 
 The rows come from the packaged `data/gpus.csv`: the shared reference data (every measured number
 is cited there) plus kvplan's columns — the vendor's memory capacity, a typical on-demand price
-per GPU-hour, and their sources. `total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo`
-reports, not the marketing "80 GB". Rows without a citable measurement get a *nominal* total
+per GPU-hour, nvidia-smi's memory.total in MiB (SGLang's figure), and their sources.
+`total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo` reports (vLLM's figure), not the
+marketing "80 GB". Rows without a citable measurement get a *nominal* total
 derived from the vendor's capacity (`nominal_total_bytes`, `total_memory_nominal=True`); the
 derivation is in docs/gpu-catalogue.md. Nothing here talks to a GPU or calls nvidia-smi.
 """
@@ -52,6 +53,10 @@ class Gpu(BaseModel):
     gddr_ecc: bool = False
     usd_per_hour: float | None = None
     usd_per_hour_source: str | None = None
+    # what nvidia-smi reports as memory.total (MiB): SGLang sizes its memory defaults from this
+    # figure (utils.get_device_memory_capacity), vLLM from the runtime's total above
+    nvidia_smi_total_mib: int | None = None
+    nvidia_smi_total_source: str | None = None
 
     @property
     def is_nvidia(self) -> bool:
@@ -134,6 +139,9 @@ def _row_to_gpu(row: dict[str, str]) -> Gpu:
         gddr_ecc=ecc,
         usd_per_hour=float(price) if price else None,
         usd_per_hour_source=row.get("usd_per_hour_source", "").strip() or None,
+        nvidia_smi_total_mib=int(smi) if (smi := row.get("nvidia_smi_total_mib", "").strip())
+        else None,
+        nvidia_smi_total_source=row.get("nvidia_smi_total_source", "").strip() or None,
         supports_fp8_kv=row["fp8"].strip().lower().startswith("native"),
         supports_nvfp4_kv=row["nvfp4"].strip().lower().startswith("native"),
         fp8_note=row["fp8"].strip(),

@@ -3,7 +3,7 @@ no environment).
 
 * `vllm/` — vLLM's worker start-up (the build: backends, block sizes, per-layer KV specs) and its
   KV-cache planner, with each release's differences as data (`vllm/profiles.py`).
-* `sglang/` — SGLang's memory-pool sizing (being written; issue #20).
+* `sglang/` — SGLang's memory-pool sizing (`sglang/profiles.py` holds each release's constants).
 
 What both share lives here, below them: `state_shapes.py`, the Mamba-family state shapes and dtypes
 per TP rank (vLLM's `get_state_shape` / SGLang's Mamba pool read the same shapes).

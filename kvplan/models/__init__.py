@@ -376,7 +376,35 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         if desc.pooling_defaults is None and not desc.draft_method:
             from kvplan.models.pooling import mark_pooling
             desc = mark_pooling(desc, top)
-        return desc
+        return _with_raw_facts(desc, top)
+
+
+def _with_raw_facts(desc: ModelDescription, top: Cfg) -> ModelDescription:
+    """Record the raw keys SGLang reads and the adapters do not keep: the vision_config dims
+    (its VLM memory reserve) and the literal num_nextn_predict_layers (its MTP draft pool)."""
+    update: dict[str, Any] = {}
+    vision = top.data.get("vision_config")
+    if isinstance(vision, Mapping):
+        from kvplan.models.description import VisionTowerDims
+
+        update["vision_tower"] = VisionTowerDims(
+            num_hidden_layers=_positive_int(vision, "num_hidden_layers"),
+            hidden_size=_positive_int(vision, "hidden_size"))
+    nextn = text_cfg(top).data.get("num_nextn_predict_layers")
+    if isinstance(nextn, int) and not isinstance(nextn, bool) and nextn >= 0:
+        update["nextn_predict_layers_key"] = nextn
+    if desc.draft_method is not None:
+        dflash = top.data.get("dflash_config")
+        block = _positive_int(dflash, "block_size") if isinstance(dflash, Mapping) else None
+        block = block or _positive_int(top.data, "block_size")
+        if block is not None:
+            update["draft_block_size"] = block
+    return desc.model_copy(update=update) if update else desc
+
+
+def _positive_int(d: Mapping[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 @contextmanager
@@ -403,8 +431,9 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
                           f"{type(config).__name__}")
     from kvplan.models import drafts as _drafts
     with malformed_config_guard(source):
-        return _drafts.describe_draft(config, source=source, method=method, target=target,
+        desc = _drafts.describe_draft(config, source=source, method=method, target=target,
                                       hf_quant_config=hf_quant_config)
+        return _with_raw_facts(desc, Cfg(config, source))
 
 
 def mtp_draft(target: ModelDescription, num_layers: int | None = None) -> ModelDescription:

@@ -372,8 +372,12 @@ def rope_scaling(text: Cfg) -> tuple[RopeScaling, ...]:
         rope_type = str(rp.get("rope_type") or rp.get("type") or "default")
         rope_type = {"su": "longrope", "mrope": "default"}.get(rope_type, rope_type)
         factor = rp.get("factor")
+        original = rp.get("original_max_position_embeddings")
         out.append(RopeScaling(rope_type=rope_type, factor=factor
                                if isinstance(factor, int | float) and not isinstance(factor, bool)
+                               else None,
+                               original_max_position_embeddings=original
+                               if isinstance(original, int) and not isinstance(original, bool)
                                else None))
     return tuple(out)
 

@@ -145,6 +145,10 @@ class QuantizationInfo(Frozen):
     weight_format: str | None = None  # e.g. FP8, NVFP4, MXFP4, int4
     kv_cache_dtype: str | None = None  # KV dtype the checkpoint declares (e.g. fp8, nvfp4)
     source: str | None = None  # which file/field said so
+    # the KV quantization the checkpoint declares, as written (ModelOpt kv_cache_quant_algo,
+    # "FP8" for an 8-bit float kv_cache_scheme), upper case, whether or not vLLM honours it
+    # (SGLang's quant configs read it whatever the file's producer: kvplan.engines.sglang)
+    kv_cache_quant_algo: str | None = None
 
 
 class RopeScaling(Frozen):
@@ -152,6 +156,16 @@ class RopeScaling(Frozen):
     one per layer type when nested). Only what vLLM's max-length rule reads."""
     rope_type: str = "default"  # legacy `type` read as rope_type; su → longrope, mrope → default
     factor: int | float | None = None  # as written (int stays int: it changes vLLM's message)
+    # the set's own original_max_position_embeddings (SGLang's get_context_length ignores the
+    # factor when the rope scaling carries one)
+    original_max_position_embeddings: int | None = None
+
+
+class VisionTowerDims(Frozen):
+    """The config's `vision_config`, as SGLang's VLM memory heuristic reads it
+    (memory_hook.adjust_mem_fraction_for_vlm); None: the key is absent."""
+    num_hidden_layers: int | None = None
+    hidden_size: int | None = None
 
 
 class AttentionConstraint(Frozen):
@@ -204,6 +218,15 @@ class ModelDescription(Frozen):
     # vLLM registers the architecture as a pooling model: its classes' default (seq, tok)
     # pooling types (kvplan.models.pooling); None: a generation architecture
     pooling_defaults: tuple[str | None, str] | None = None
+    # the config has a `vision_config` (None: it has none)
+    vision_tower: VisionTowerDims | None = None
+    # the text config's `num_nextn_predict_layers` key as written (None: absent); SGLang's
+    # ModelConfig reads only this key, where num_nextn_predict_layers above also counts
+    # mtp_num_hidden_layers and class defaults
+    nextn_predict_layers_key: int | None = None
+    # a block draft head's block size as its config states it (DFlash: dflash_config.block_size
+    # or the top-level block_size): the verify window SGLang's DFLASH worker drafts
+    draft_block_size: int | None = None
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
     # Family rules: what the architecture's model code decides, set by its adapter (the engines
     # read these, never the family name). An MTP draft inherits them from its target.

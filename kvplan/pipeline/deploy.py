@@ -24,9 +24,9 @@ from kvplan.budget.kv_memory import (
     explained_budget,
     explicit_budget,
 )
+from kvplan.engines.vllm.build import BuildResult, build
 from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.vllm.build import BuildResult, build
 from kvplan.pipeline.request import Request, Resolved, catalogue_gpu, resolve, text_config
 from kvplan.units import GiB
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from kvplan.engines.state_shapes import gdn_state_dtypes, gdn_state_shapes
 from kvplan.engines.vllm.backends import Backend, customize_spec
 from kvplan.engines.vllm.specs import (
     AttentionSpec,
@@ -31,7 +32,6 @@ from kvplan.engines.vllm.specs import (
     SlidingWindowSpec,
     SparseCacheRole,
 )
-from kvplan.engines.state_shapes import gdn_state_dtypes, gdn_state_shapes
 from kvplan.errors import InputError
 from kvplan.units import (
     kv_cache_storage_dtype,

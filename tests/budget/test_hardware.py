@@ -32,7 +32,8 @@ def _csv_rows() -> list[dict[str, str]]:
 
 
 KVPLAN_COLUMNS = ["spec_memory_gb", "spec_memory_source", "gddr_ecc", "nominal_total_gib",
-                  "usd_per_hour", "usd_per_hour_source"]
+                  "usd_per_hour", "usd_per_hour_source", "nvidia_smi_total_mib",
+                  "nvidia_smi_total_source"]
 
 
 def test_packaged_csv_is_the_shared_reference_plus_kvplan_columns():
@@ -313,3 +314,16 @@ def test_every_row_has_a_vendor_capacity_and_priced_rows_cite_a_source():
         if g.usd_per_hour is not None:
             src = g.usd_per_hour_source or ""
             assert src.startswith("estimate") or "https://" in src, g.name
+
+
+def test_nvidia_smi_totals_are_sourced_and_above_the_runtime_total():
+    """nvidia-smi's memory.total (SGLang's figure) has a source, and the runtime (vLLM's
+    cudaMemGetInfo figure) reports less: the driver reserve."""
+    with_smi = [g for g in list_gpus() if g.nvidia_smi_total_mib is not None]
+    assert {g.name for g in with_smi} >= {"NVIDIA H100 SXM 80GB", "NVIDIA H200 141GB (SXM)",
+                                          "NVIDIA B200", "NVIDIA L4"}
+    for g in with_smi:
+        assert g.nvidia_smi_total_source and "http" in g.nvidia_smi_total_source
+        if g.total_memory_bytes is not None and not g.total_memory_nominal:
+            assert g.total_memory_bytes < g.nvidia_smi_total_mib * 2**20
+    assert lookup_gpu("H100").nvidia_smi_total_mib == 81559

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from kvplan.budget import hardware
 from kvplan.budget.kv_memory import default_batch_limits
-from kvplan.errors import InputError
 from kvplan.engines.vllm.build import Deployment
+from kvplan.errors import InputError
 from kvplan.output.progress import DelayedProgress
 from kvplan.pipeline.deploy import Request, evaluate, resolve
 from kvplan.pipeline.fit import parse_price, parse_prices_file, search
