@@ -433,41 +433,57 @@ OPEN = {
 }
 
 
+def _clean(text: str) -> str:
+    """A vLLM message as a reason: pydantic's wrapper and this checkout's path dropped."""
+    text = re.sub(r"^\[\w+\] ", "", " ".join(str(text or "").split()))
+    text = re.sub(r"^\w*Error: 1 validation error for \w+ Value error, ", "", text)
+    return re.sub(r" \[type=value_error.*$", "", text).replace(f"{ROOT}/", "")
+
+
 def triage(r: dict) -> str:
     """The reason a row is not confirmed, in words (one line)."""
     v = r["verdict"]
     runs = r.get("runs") or [{}]
-    last = runs[-1]
     if v == "NO_CONFIG":
         if r.get("model_type") is None:
             return ("no: remote code: no configuration class for it in transformers or vLLM "
                     "0.34.0 (its checkpoints ship their own); vLLM builds it only with "
                     "--trust-remote-code and that code")
         return f"no: no config to build: {_one_line(r.get('reason'))}"
-    bad = next((x for x in runs if x["verdict"] != "MATCH"), last)
-    err = _one_line(re.sub(r"^\[\w+\] ", "", bad.get("vllm_error") or ""), 200)
+    bad = next((x for x in runs if x["verdict"] == v), runs[-1])
+    full = _clean(bad.get("vllm_error") or "")
+    err = _one_line(full, 200)
     where = f"the {r['kind']} config {r['config']}"
+    at = (f" at --max-model-len {bad['max_model_len']}"
+          if bad.get("max_model_len") != runs[0].get("max_model_len") else "")
     rc = bad.get("kvplan_rc")
     kv = ("kvplan plans it" if rc in (0, 1) else "kvplan refuses it too" if rc is not None
           else "")
     if v == "VLLM_CANNOT_BUILD":
         owner = (f" [fix: {OWNED_ELSEWHERE['trust_remote_code']}]"
-                 if rc in (0, 1) and re.search(r"custom code|trust_remote_code", err) else "")
-        return f"no: vLLM refuses {where}: {err} ({kv}){owner}"
+                 if rc in (0, 1) and re.search(r"custom code|trust_remote_code", full) else "")
+        return f"no: vLLM refuses {where}{at}: {err} ({kv}){owner}"
     if v == "VLLM_MODEL_INIT_ERROR":
-        return f"no: vLLM's model constructor raises on {where}: {err} ({kv})"
+        return f"no: vLLM's model constructor raises on {where}{at}: {err} ({kv})"
     if v == "HARNESS_ERROR":
-        return f"no: the CPU harness cannot build {where}: {err}"
-    diffs = "; ".join(bad.get("diffs") or [])
+        return f"no: the CPU harness cannot build {where}{at}: {err}"
     if r["architecture"] in OPEN:
         return f"no: kvplan disagrees with vLLM on {where}: {OPEN[r['architecture']]}"
     cls = classify_disagreement(bad)
     owner = f" [fix: {OWNED_ELSEWHERE[cls]}]" if cls in OWNED_ELSEWHERE else ""
-    at = f" at --max-model-len {bad['max_model_len']}"
+    m = _DERIVED.search(bad.get("vllm_error") or "")
+    if cls == "max_len_wording" and m:
+        what = (f"both refuse --max-model-len {bad['max_model_len']}, but vLLM's message prints "
+                f"{m.group(1)}={m.group(2)} where kvplan's prints {m.group(1)}="
+                f"{m.group(2).removesuffix('.0')}")
+    elif cls == "generic_max_len" and m:
+        what = (f"vLLM refuses --max-model-len {bad['max_model_len']} (derived max_model_len "
+                f"{m.group(1)}={m.group(2)}), kvplan plans it")
+    else:
+        what = f"{_one_line(_clean('; '.join(bad.get('diffs') or [])), 240)}{at}"
     agree = [x["max_model_len"] for x in runs if x["verdict"] == "MATCH"]
     also = (f"; the plans agree at --max-model-len {agree[-1]}" if agree else "")
-    return (f"no: kvplan disagrees with vLLM on {where}{at}: {_one_line(diffs, 240)}{owner}"
-            f"{also}")
+    return f"no: kvplan disagrees with vLLM on {where}: {what}{owner}{also}"
 
 
 def classify_disagreement(run: dict) -> str:
