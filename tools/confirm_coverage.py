@@ -23,6 +23,12 @@ message, both are run again at that derived maximum, so that the KV layout is co
 Results go to WORK/results.jsonl (one line per architecture, the last one wins) and the raw
 outputs to WORK/out/.
 
+Measured (2 cores shared with other jobs, load 6–11): the full sweep of 327 rows (247 with a
+config, ~370 harness runs) took 3615 s with the fork server (vs ~60 s per fresh harness process
+at that load); `recheck` (kvplan's side again, after a kvplan fix) ~25 min; `write` seconds.
+Run `check-fork --only DIR ...` to compare the fork server with fresh processes (6 configs:
+identical output).
+
 `write` puts `confirmed` into coverage.csv (`real:<dir>`, `defaults:<dir>` or `no: <reason>`),
 writes the trimmed vLLM outputs of the confirming runs as goldens
 (tests/data/coverage-configs/<ARCH>/vllm-0.34.0.json, checked by
