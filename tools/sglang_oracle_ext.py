@@ -453,7 +453,6 @@ def _run_rank(case, kvcc, rc, server_args, model_config, model, rank, pp_size, p
     stage = "runner_attributes"
     try:
         import torch
-
         from sglang.srt.mem_cache import kv_cache_dtype as kvd
         from sglang.srt.model_executor.model_runner_components.layer_setup import (
             resolve_layer_indices,
@@ -629,7 +628,6 @@ def _install_is_cuda_fact(is_cuda_fact):
     import sglang.srt.model_executor.pool_configurator  # noqa: F401
     import sglang.srt.utils as sglang_utils
     import sglang.srt.utils.common as common
-
     import torch
 
     def with_fact(fn):

@@ -83,6 +83,17 @@ def test_is_causal_false_runs_encoder_only_with_no_kv_cache() -> None:
     assert any("no KV cache: encoder-only attention" in w for w in built.warnings)
 
 
+@pytest.mark.parametrize(("is_causal", "kinds"), [
+    (None, {LayerKind.MLA}), (True, {LayerKind.MLA}), (False, {LayerKind.ENCODER_ONLY})])
+def test_deepseek_v3_bidirectional_is_bidirectional_only_when_the_config_says_so(
+        is_causal: bool | None, kinds: set[LayerKind]) -> None:
+    # vLLM: no config hook sets is_causal for it; DeepseekV2MLAAttention reads
+    # getattr(config, "is_causal", True), so without the field the MLA layers keep a KV cache
+    more = () if is_causal is None else (("is_causal",), is_causal)
+    desc = _describe("deepseek-ai--DeepSeek-V3", "DeepseekV3BidirectionalModel", *more)
+    assert {layer.kind for layer in desc.layers if layer.kind.is_attention} == kinds
+
+
 def test_qwen3_for_causal_lm_as_embedding_model_with_runner_pooling() -> None:
     desc = real("Qwen--Qwen3-8B")  # Qwen3-Embedding-8B is this geometry under Qwen3ForCausalLM
     assert resolve_runner(desc) is None  # a generation architecture: generate by default

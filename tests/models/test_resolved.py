@@ -11,7 +11,7 @@ import pytest
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.description import ModelDescription
+from kvplan.models.description import LayerKind, ModelDescription
 from kvplan.models.resolution.resolved import ENCODER_CACHE_NOTE, FAMILY
 from tests.models.helpers import DELETE, edited, real
 
@@ -163,10 +163,22 @@ def test_transformers_validation_error_is_a_config_error() -> None:
         describe_model(config, source="edited")
 
 
-def test_mla_config_through_the_generic_path_is_refused() -> None:
-    # an MLA model type (vLLM's is_deepseek_mla list) with no fast adapter: the generic path
-    # would size it as plain attention, so it refuses, naming MLA
+def test_mla_config_of_a_native_mla_class_plans_mla_on_every_layer() -> None:
+    # an MLA model type (vLLM's is_deepseek_mla list) with no fast adapter, whose vLLM class
+    # builds MLAAttention (registry: glm4_moe_lite.py): one latent row per layer and token
     config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["Glm4MoeLiteForCausalLM"],
+                    ("model_type",), "glm4_moe_lite")
+    desc = describe_model(config, source="edited")
+    assert desc.use_mla and len(desc.layers) == 61
+    assert {(layer.kind, layer.head_size, layer.head_size_v) for layer in desc.layers} == {
+        (LayerKind.MLA, 512 + 64, 0)}
+    assert desc.layers[0].name == "model.layers.0.self_attn.attn"
+
+
+def test_mla_config_on_the_transformers_backend_is_refused() -> None:
+    # vLLM's Transformers backend picks its attention class at run time: kvplan refuses rather
+    # than guess, naming MLA
+    config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["TransformersForCausalLM"],
                     ("model_type",), "glm4_moe_lite")
     with pytest.raises(UnsupportedError, match="multi-head latent attention"):
         describe_model(config, source="edited")

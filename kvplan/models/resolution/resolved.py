@@ -22,6 +22,7 @@ from kvplan.models._common import (
     architectures,
     attention,
     attn_name,
+    mla,
     text_cfg,
 )
 from kvplan.models.coverage import ENCODER_CACHE_NOTE as ENCODER_CACHE_NOTE  # re-exported
@@ -43,6 +44,28 @@ _NOT_PLAIN = (
     ("attn_type_list", "a hybrid of softmax and linear attention"),
     ("block_configs", "per-block attention settings (some blocks without attention)"),
 )
+
+
+# vLLM's attention-layer names where they are not `model.layers.{i}.self_attn.attn`, by the
+# (text) model type: the prefixes the model class passes down to its `Attention`
+# (prefix=f"{prefix}.attn"); on the Transformers backend (models/transformers/base.py
+# _create_attention_instances) the attention module's path in transformers' base model, with
+# the base model renamed `model` (`_recursive_replace(self.model, prefix="model")`)
+_LAYER_NAMES = {
+    "gpt2": ("transformer.h", "attn.attn"),  # gpt2.py: GPT2Model(prefix="transformer"), .h, .attn
+    "gptj": ("transformer.h", "attn.attn"),  # gpt_j.py: GPTJModel(prefix="transformer"), .h, .attn
+    "falcon": ("transformer.h", "self_attention.attn"),  # falcon.py: .h, .self_attention
+    "bloom": ("transformer.h", "self_attention.attn"),  # bloom.py: .h, .self_attention
+    "opt": ("model.decoder.layers", "self_attn.attn"),  # opt.py: OPTModel → OPTDecoder(.decoder)
+    "gpt_bigcode": ("model.h", "attn.attn"),  # Transformers backend: GPTBigCodeModel.h[i].attn
+    "gpt_neox": ("model.layers", "attention.attn"),  # Transformers backend: .layers[i].attention
+}
+
+
+def vllm_layer_name(text_model_type: str, i: int) -> str:
+    """The name vLLM gives layer i's attention on the generic path (see _LAYER_NAMES)."""
+    prefix, module = _LAYER_NAMES.get(text_model_type, ("model.layers", "self_attn.attn"))
+    return attn_name(i, prefix, module)
 
 
 def resolved_text_dict(r: Resolved) -> dict[str, Any]:
@@ -114,10 +137,11 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
              ) -> ModelDescription:
     archs = architectures(top)
     what = _what(r, archs)
-    if acc.is_deepseek_mla(r):
+    arch = archs[0] if archs else None
+    use_mla = acc.is_deepseek_mla(r)
+    if use_mla and not _native_mla(arch):
         raise UnsupportedError(f"{top.source}: {what} uses multi-head latent attention (MLA); "
                                "kvplan has no adapter for this MLA family yet", hint=SPECS_HINT)
-    arch = archs[0] if archs else None
     if acc.is_attention_free(arch) or acc.is_hybrid(arch, r) or acc.has_noops(arch):
         raise UnsupportedError(f"{top.source}: {what}: vLLM's model class has state-space or "
                                "attention-free layers (IsAttentionFree / IsHybrid / HasNoOps); "
@@ -157,7 +181,7 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
                  f"{arch} has no per-layer window: every layer is planned as full attention")
     layers: list[LayerDescription] = []
-    for i in range(n):
+    for i in range(n if not use_mla else 0):
         cfg = per_layer_cfgs[i] if per_layer_cfgs is not None else None
         kv = acc.total_num_kv_heads(r, cfg)
         hd = acc.head_size(r, cfg)
@@ -169,7 +193,16 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         layer_window = model_window
         if types is not None and types[i] == "sliding_attention" and per_layer_window:
             layer_window = window
-        layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=layer_window))
+        layers.append(attention(i, vllm_layer_name(r.text_model_type, i), kv_heads=kv,
+                                head_size=hd, window=layer_window))
+    if use_mla:
+        # vLLM: ModelConfig.use_mla (is_deepseek_mla) → MLAAttention on every decoder layer,
+        # get_kv_cache_spec: MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank +
+        # qk_rope_head_dim) — the model class's own layer list was not read
+        rank = int(acc.get_attr(r.hf_text_config, "kv_lora_rank"))
+        rope = int(acc.get_attr(r.hf_text_config, "qk_rope_head_dim", 0) or 0)
+        layers = [mla(i, vllm_layer_name(r.text_model_type, i), kv_lora_rank=rank,
+                      qk_rope_head_dim=rope) for i in range(n)]
     max_len, _ = acc.derive_max_model_len(r)
     text = text_cfg(top)
     dtype = acc.config_dtype(r)
@@ -185,7 +218,9 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if note:
         top.warn(note)
     top.warn(f"no fast kvplan adapter for {what}: planned through transformers' "
-             f"{type(r.hf_text_config).__name__} and vLLM's generic accessors as plain attention")
+             f"{type(r.hf_text_config).__name__} and vLLM's generic accessors as "
+             + ("multi-head latent attention on every layer (kv_lora_rank + qk_rope_head_dim)"
+                if use_mla else "plain attention"))
     return ModelDescription(
         source=top.source,
         model_type=r.model_type,
@@ -197,5 +232,14 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         quantization=quantization_info(top, text, hf_quant_config),
         model_sliding_window=model_window,
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
+        use_mla=use_mla,
         warnings=tuple(top.warnings),
     )
+
+
+def _native_mla(arch: str | None) -> bool:
+    """Whether vLLM's own class for `arch` builds MLAAttention layers (its registry entry's
+    sources use MLAAttention / MultiHeadLatentAttention; the Transformers backend, which picks
+    its attention class at run time, is not counted)."""
+    entry = coverage.registry_entry(arch) if arch else None
+    return entry is not None and "mla" in entry["features"] and entry["module"] != "transformers"
