@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from kvplan.errors import InputError, OptionError
 
 if TYPE_CHECKING:
+    from kvplan.analysis.engine_comparison import EngineComparison
     from kvplan.analysis.plan import Plan
     from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.fit_result import FitResult
     from kvplan.pipeline.sweep import Sweep
 
-__all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "fit",
-           "sweep"]
+__all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs",
+           "compare", "fit", "sweep"]
 
 
 class CheckOptions(TypedDict, total=False):
@@ -92,6 +93,13 @@ class CheckOptions(TypedDict, total=False):
     speculative_num_draft_tokens: int | None
     speculative_draft_kv_cache_dtype: str | None
     pre_model_load_gib: float | None  # SGLang's logged "Load weight begin. avail mem=X GB"
+    post_load_gib: float | None  # SGLang's logged "Load weight end. … avail mem=Y GB"
+    max_prefill_tokens: int | None
+    disable_cuda_graph: bool
+    disable_overlap_schedule: bool
+    speculative_draft_model_path: str | None  # SGLang's name for the draft (same as draft=)
+    json_model_override_args: dict[str, Any] | str | None  # SGLang's name for hf_overrides
+    concurrency: int  # engine="sglang": requests of the context length to hold at once
 
 
 # options only vLLM reads: refused with engine="sglang" (the SGLang flag to use, if any)
@@ -106,7 +114,7 @@ _VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method
               "enable_prefix_caching": "disable_radix_cache", "mamba_cache_dtype": None,
               "mamba_ssm_cache_dtype": None, "num_gpu_blocks_override": None, "runner": None,
               "convert": None, "dtype": None, "allow_long_max_model_len": None,
-              "enforce_eager": None, "vllm": "sglang", "with_fix": None, "explain": None}
+              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None}
 # options only SGLang reads: refused with engine="vllm"
 _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
                 "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
@@ -114,7 +122,9 @@ _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention"
                 "swa_full_tokens_ratio", "disable_radix_cache", "mamba_full_memory_ratio",
                 "max_mamba_cache_size", "speculative_algorithm", "speculative_num_steps",
                 "speculative_eagle_topk", "speculative_num_draft_tokens",
-                "speculative_draft_kv_cache_dtype", "pre_model_load_gib")
+                "speculative_draft_kv_cache_dtype", "pre_model_load_gib", "post_load_gib",
+                "max_prefill_tokens", "disable_cuda_graph", "disable_overlap_schedule",
+                "speculative_draft_model_path", "json_model_override_args", "concurrency")
 
 
 class SpecsOptions(TypedDict, total=False):
@@ -229,15 +239,21 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
 
 def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:
     """kvplan.check(..., engine="sglang"): SGLang's flags → SglangDeployment → the SGLang plan."""
-    from kvplan.engines.sglang.deployment import SglangDeployment
-    from kvplan.pipeline.sglang import SglangRequest, evaluate_sglang
-    from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
+    from kvplan.pipeline.sglang import evaluate_sglang
 
     for name, instead in _VLLM_ONLY.items():
         if name in o:
             raise OptionError(f"check() option {name} is a vLLM flag; engine='sglang' does not "
                               "read it", hint=f"use {instead}" if instead else
                               "drop it for engine='sglang'")
+    return evaluate_sglang(sglang_request(model, draft, o, sglang_deployment(o)))
+
+
+def sglang_deployment(o: Mapping[str, Any]) -> Any:
+    """SGLang's flags (snake_case options) → SglangDeployment; the parallel sizes and the
+    context length may come by their vLLM names too."""
+    from kvplan.engines.sglang.deployment import SglangDeployment
+
     mml, auto = parse_max_model_len(o.get("max_model_len"))
     if auto:
         raise InputError("engine='sglang' takes a number for the context length, not auto")
@@ -260,7 +276,9 @@ def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:
                              "mamba_full_memory_ratio", "max_mamba_cache_size",
                              "speculative_algorithm", "speculative_num_steps",
                              "speculative_eagle_topk", "speculative_num_draft_tokens",
-                             "speculative_draft_kv_cache_dtype", "attention_backend")
+                             "speculative_draft_kv_cache_dtype", "attention_backend",
+                             "max_prefill_tokens", "disable_cuda_graph",
+                             "disable_overlap_schedule")
            if k in o})
     try:
         dep = SglangDeployment(**fields)
@@ -268,14 +286,137 @@ def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:
         first = exc.errors()[0] if hasattr(exc, "errors") else None  # type: ignore[union-attr]
         where = ".".join(str(x) for x in first["loc"]) if first else ""
         raise OptionError(f"check() option {where}: {first['msg'] if first else exc}") from None
+    return dep
+
+
+def sglang_request(model: str, draft: str | None, o: Mapping[str, Any], dep: Any) -> Any:
+    """The SglangRequest of check()'s options (the deployment already built)."""
+    from kvplan.pipeline.sglang import SglangRequest
+    from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
+
     kv_mem = o.get("kv_cache_memory")
     gpu_mem = o.get("gpu_memory")
-    req = SglangRequest(
-        model=model, deployment=dep, revision=o.get("revision"), draft=draft, gpu=o.get("gpu"),
-        gpu_memory_mib=parse_size_bytes(gpu_mem) / 2**20 if gpu_mem else None,
+    path = o.get("speculative_draft_model_path")
+    if draft is not None and path is not None and draft != path:
+        raise OptionError("check() got both draft and speculative_draft_model_path with "
+                          "different values")
+    if "json_model_override_args" in o and "hf_overrides" in o:
+        raise OptionError("check() got both hf_overrides and json_model_override_args")
+    concurrency = o.get("concurrency", 1)
+    if isinstance(concurrency, bool) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    overrides = _hf_overrides({"hf_overrides": o.get("hf_overrides",
+                                                     o.get("json_model_override_args"))})
+    return SglangRequest(
+        model=model, deployment=dep, revision=o.get("revision"), draft=draft or path,
+        gpu=o.get("gpu"), gpu_memory_mib=parse_size_bytes(gpu_mem) / 2**20 if gpu_mem else None,
         kv_budget_bytes=parse_kv_cache_memory_bytes(kv_mem) if kv_mem is not None else None,
-        pre_model_load_gib=o.get("pre_model_load_gib"), hf_overrides=_hf_overrides(o))
-    return evaluate_sglang(req)
+        pre_model_load_gib=o.get("pre_model_load_gib"), post_load_gib=o.get("post_load_gib"),
+        hf_overrides=overrides, concurrency=concurrency, explain=o.get("explain", False))
+
+
+# vLLM's --kv-cache-dtype names → SGLang's (a side-by-side plan asks both for the same cache)
+_SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+                    "bfloat16": "bfloat16", "bf16": "bfloat16", "auto": "auto",
+                    "nvfp4": "nvfp4", "mxfp8": "mxfp8"}
+_VLLM_KV_DTYPE = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
+                  "bfloat16": "bfloat16", "auto": "auto", "nvfp4": "nvfp4", "fp8": "fp8"}
+
+
+def compare(model: str, *, draft: str | None = None, concurrency: int = 1,
+            **options: Unpack[CheckOptions]) -> EngineComparison:
+    """`model` planned by vLLM and by SGLang for the same GPU and context length, side by side.
+
+    Options are check()'s: each engine reads its own flags (vLLM's `gpu_memory_utilization`,
+    SGLang's `mem_fraction_static`, …) and the shared ones (`gpu`, `kv_cache_dtype` — vLLM's
+    `fp8` is SGLang's `fp8_e4m3` —, the parallel sizes, `kv_cache_memory`). The context length
+    is `max_model_len` or `context_length` (one of them; default: vLLM's, from the config).
+    Returns what `kvplan check --engine vllm,sglang --json` prints.
+    """
+    o = _options(options, CheckOptions, "compare")
+    _need_str(model, "model")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    from kvplan.analysis.engine_comparison import compare_plans
+    from kvplan.analysis.serving import vllm_serving
+    from kvplan.pipeline.sglang import sglang_launch_line
+
+    length = o.pop("context_length", None)
+    mml = o.pop("max_model_len", None)
+    if length is not None and mml is not None and \
+            parse_max_model_len(length)[0] != parse_max_model_len(mml)[0]:
+        raise InputError("--max-model-len and --context-length differ; a side-by-side plan "
+                         "asks both engines for one context length")
+    length = length if length is not None else mml
+    shared = {k: v for k, v in o.items() if k not in _VLLM_ONLY and k not in _SGLANG_ONLY
+              and k not in ("attention_backend", "hf_overrides", "explain")}
+    vopts = {k: v for k, v in o.items() if k not in _SGLANG_ONLY}
+    sopts = {**shared, **{k: v for k, v in o.items() if k in _SGLANG_ONLY}}
+    for name in ("tp_size", "pp_size", "dp_size"):
+        vname = {"tp_size": "tensor_parallel_size", "pp_size": "pipeline_parallel_size",
+                 "dp_size": "data_parallel_size"}[name]
+        if name in sopts and vname not in vopts:
+            vopts[vname] = sopts[name]
+    kv = o.get("kv_cache_dtype")
+    if kv is not None:
+        vopts["kv_cache_dtype"] = _VLLM_KV_DTYPE.get(kv, kv)
+        sopts["kv_cache_dtype"] = _SGLANG_KV_DTYPE.get(kv, kv)
+    if "hf_overrides" in o and "json_model_override_args" not in sopts:
+        sopts["json_model_override_args"] = o["hf_overrides"]
+    vdraft = draft
+    sdraft = draft or o.get("speculative_draft_model_path")
+    if length is not None:
+        vopts["max_model_len"] = length
+    vplan = check(model, draft=vdraft, **vopts)
+    context = parse_max_model_len(length)[0] if length is not None else vplan.max_model_len
+    sopts["context_length"] = context
+    sopts["concurrency"] = concurrency
+    sopts.pop("speculative_draft_model_path", None)
+    splan = check(model, draft=sdraft, engine="sglang", **sopts)
+    seqs = vopts.get("max_num_seqs")
+    if seqs is None and vplan.budget is not None and vplan.budget.total_memory_bytes:
+        from kvplan.budget.kv_memory import default_batch_limits
+
+        seqs = default_batch_limits(vplan.budget.total_memory_bytes, vplan.gpu or "")[1]
+    vserving = vllm_serving(fits=vplan.fits, max_concurrency=vplan.max_concurrency,
+                            kv_tokens=vplan.kv_cache_size_tokens, context_length=context,
+                            concurrency=concurrency, max_num_seqs=seqs,
+                            error=vplan.error_message)
+    vline = _vllm_line(model, vdraft, vopts, context)
+    sdep = sglang_deployment({**sopts})
+    sline = sglang_launch_line(model, sdep, draft=sdraft)
+    return compare_plans(vplan, splan, vllm_serving=vserving, context_length=context,
+                         concurrency=concurrency, vllm_command=vline, sglang_command=sline)
+
+
+def _vllm_line(model: str, draft: str | None, o: Mapping[str, Any], context: int) -> str:
+    """The `vllm serve …` line of check()'s vLLM options."""
+    import shlex
+
+    words = ["vllm", "serve", shlex.quote(model), "--max-model-len", str(context)]
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs",
+                 "max_num_batched_tokens", "block_size", "dtype"):
+        v = o.get(name)
+        if v is not None and v not in (1, "auto"):
+            words += ["--" + name.replace("_", "-"), shlex.quote(str(v))]
+    method = o.get("speculative_method")
+    if draft or method or o.get("speculative_config"):
+        cfg = dict(speculative_config(o.get("speculative_config")))
+        cfg.setdefault("method", method)
+        if draft:
+            cfg.setdefault("model", draft)
+        if o.get("num_speculative_tokens"):
+            cfg.setdefault("num_speculative_tokens", o["num_speculative_tokens"])
+        import json
+
+        words += ["--speculative-config", shlex.quote(json.dumps(
+            {k: v for k, v in cfg.items() if v is not None}, separators=(",", ":")))]
+    if o.get("enable_prefix_caching") is False:
+        words.append("--no-enable-prefix-caching")
+    if o.get("enforce_eager"):
+        words.append("--enforce-eager")
+    return " ".join(words)
 
 
 def _hf_overrides(o: Mapping[str, Any]) -> str | None:
