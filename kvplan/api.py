@@ -190,6 +190,40 @@ class FitOptions(TypedDict, total=False):
     hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
+    # engine="sglang" (or "vllm,sglang"): SGLang's own flags for its deployments
+    sglang: str | None
+    mem_fraction_static: float | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    cuda_graph_max_bs: int | None
+    disable_cuda_graph: bool
+    swa_full_tokens_ratio: float | None
+    disable_radix_cache: bool
+    disable_overlap_schedule: bool
+    mamba_full_memory_ratio: float | None
+    max_mamba_cache_size: int | None
+    speculative_algorithm: str | None
+    speculative_draft_model_path: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+    speculative_draft_kv_cache_dtype: str | None
+    json_model_override_args: dict[str, Any] | str | None
+
+
+# fit's SGLang options (the rest of FitOptions are vLLM's, or shared)
+_FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_requests",
+               "chunked_prefill_size", "cuda_graph_max_bs", "disable_cuda_graph",
+               "swa_full_tokens_ratio", "disable_radix_cache", "disable_overlap_schedule",
+               "mamba_full_memory_ratio", "max_mamba_cache_size", "speculative_algorithm",
+               "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
+               "speculative_num_draft_tokens", "speculative_draft_kv_cache_dtype",
+               "json_model_override_args")
+_FIT_SHARED = ("gpu", "kv_cache_dtype", "max_gpus", "price", "prices", "top",
+               "allow_long_max_model_len", "revision")
+# vLLM's --speculative-method → SGLang's --speculative-algorithm
+_SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "dflash": "DFLASH", "mtp": "NEXTN"}
 
 def check(model: str, *, draft: str | None = None, engine: str = "vllm",
           **options: Unpack[CheckOptions]) -> Plan:
@@ -534,28 +568,90 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
 
 
 def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None = None,
-        progress: Any = None, **options: Unpack[FitOptions]) -> FitResult:
+        progress: Any = None, engine: str = "vllm", **options: Unpack[FitOptions]) -> FitResult:
     """The cheapest deployments (GPU × count × TP/PP/DP × KV dtype × draft on/off) that serve
     `max_model_len` tokens to `concurrency` requests at once.
 
-    Returns the `FitResult` that `kvplan fit --json` prints (no candidate: its nearest misses).
-    `progress(done, total)`, if given, is called after each planned shape.
+    `engine` is "vllm" (default), "sglang", or "vllm,sglang" to rank both servers' deployments
+    in one list, each with the command line that starts it. Returns the `FitResult` that
+    `kvplan fit --json` prints (no candidate: its nearest misses). `progress(done, total)`, if
+    given, is called after each planned shape.
     """
     o = _options(options, FitOptions, "fit")
     _need_str(model, "model")
-    from kvplan.pipeline.deploy import Request
-    from kvplan.pipeline.fit import parse_price, parse_prices_file, search
+    engines = _engines(engine)
+    if "sglang" not in engines:
+        given = [k for k in _FIT_SGLANG if k in o]
+        if given:
+            raise OptionError(f"fit() option {given[0]} is an SGLang flag",
+                              hint="pass engine='sglang' or engine='vllm,sglang'")
+    elif "vllm" not in engines:
+        given = [k for k in o if k not in _FIT_SGLANG and k not in _FIT_SHARED]
+        if given:
+            raise OptionError(f"fit() option {given[0]} is a vLLM flag; engine='sglang' does "
+                              "not read it", hint="pass engine='vllm,sglang' to plan both")
+    if engines == ("vllm",):
+        return _fit_vllm(model, max_model_len=max_model_len, concurrency=concurrency,
+                         draft=draft, progress=progress, o=o)
+    from kvplan.pipeline.sglang_fit import merge_fits
+
+    results = []
+    if "vllm" in engines:
+        results.append(_fit_vllm(model, max_model_len=max_model_len, concurrency=concurrency,
+                                 draft=draft, progress=progress,
+                                 o={k: v for k, v in o.items() if k not in _FIT_SGLANG}))
+    results.append(_fit_sglang(model, max_model_len=max_model_len, concurrency=concurrency,
+                               draft=draft, progress=progress, o=o))
+    return merge_fits(results, top=o.get("top", 5))
+
+
+def _engines(engine: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(p.strip().lower() for p in str(engine).split(",") if p.strip()))
+    if not names or any(n not in ("vllm", "sglang") for n in names):
+        raise OptionError(f"engine must be 'vllm', 'sglang' or 'vllm,sglang', got {engine!r}")
+    return names
+
+
+def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
+                progress: Any, o: Mapping[str, Any]) -> FitResult:
+    """fit()'s SGLang search: the shared options and SGLang's own."""
+    from kvplan.pipeline.sglang_fit import search_sglang
 
     mml, auto = parse_max_model_len(max_model_len)
     if auto or mml is None:
         raise InputError("kvplan fit needs a number for --max-model-len, not auto",
                          hint="e.g. --max-model-len 128k")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
-                         hint="the number of concurrent requests of --max-model-len tokens")
-    util = o.get("gpu_memory_utilization")
-    if util is not None and not 0 < util <= 1:
-        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    sopts = {k: v for k, v in o.items() if k in _FIT_SGLANG}
+    algorithm = sopts.get("speculative_algorithm") or _SGLANG_ALGORITHM.get(
+        str(o.get("speculative_method") or "").lower())
+    sdraft = draft or sopts.pop("speculative_draft_model_path", None)
+    if sdraft and not algorithm:
+        raise InputError("a draft under SGLang needs --speculative-algorithm",
+                         hint="EAGLE, EAGLE3, NEXTN, DFLASH or STANDALONE (or vLLM's "
+                              "--speculative-method when both engines are searched)")
+    if algorithm:
+        sopts["speculative_algorithm"] = algorithm
+    if "revision" in o:
+        sopts["revision"] = o["revision"]
+    dep = sglang_deployment(sopts)
+    req = sglang_request(model, sdraft, sopts, dep)
+    price_map = _price_map(o)
+    gpu = o.get("gpu")
+    gpus = _names(gpu) if gpu is not None else None
+    if gpu is not None and not gpus:
+        raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    return search_sglang(req, max_model_len=mml, concurrency=concurrency, gpus=gpus,
+                         kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                         max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
+                         progress=progress)
+
+
+def _price_map(o: Mapping[str, Any]) -> dict[str, float]:
+    """--prices FILE then --price GPU=USD, as catalogue name → USD per GPU-hour."""
+    from kvplan.pipeline.fit import parse_price, parse_prices_file
+
     price_map: dict[str, float] = {}
     if o.get("prices") is not None:
         path = Path(o["prices"])
@@ -570,6 +666,26 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     if isinstance(given, Mapping):
         given = [f"{k}={v}" for k, v in given.items()]
     price_map.update(dict(parse_price(p) for p in given))
+    return price_map
+
+
+def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
+              progress: Any, o: Mapping[str, Any]) -> FitResult:
+    """fit()'s vLLM search."""
+    from kvplan.pipeline.deploy import Request
+    from kvplan.pipeline.fit import search
+
+    mml, auto = parse_max_model_len(max_model_len)
+    if auto or mml is None:
+        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
+                         hint="e.g. --max-model-len 128k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
+                         hint="the number of concurrent requests of --max-model-len tokens")
+    util = o.get("gpu_memory_utilization")
+    if util is not None and not 0 < util <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+    price_map = _price_map(o)
     spec = speculative_config(o.get("speculative_config"))
     searched = {"kv_cache_dtype", "gpu"}  # per candidate
     dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
