@@ -156,6 +156,31 @@ class SweepOptions(TypedDict, total=False):
     kv_cache_memory: int | str | None
     vllm: str | None
     with_fix: bool
+    # engine="sglang" (or "vllm,sglang"): SGLang's own flags
+    sglang: str | None
+    tp_size: int
+    mem_fraction_static: float | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    disable_radix_cache: bool
+    swa_full_tokens_ratio: float | None
+    mamba_full_memory_ratio: float | None
+    speculative_algorithm: str | None
+    speculative_draft_model_path: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+
+
+_SWEEP_SGLANG = ("sglang", "tp_size", "mem_fraction_static", "page_size", "max_running_requests",
+                 "chunked_prefill_size", "disable_radix_cache", "swa_full_tokens_ratio",
+                 "mamba_full_memory_ratio", "speculative_algorithm",
+                 "speculative_draft_model_path", "speculative_num_steps",
+                 "speculative_eagle_topk", "speculative_num_draft_tokens")
+_SWEEP_VLLM = ("allow_long_max_model_len", "speculative_method", "num_speculative_tokens",
+               "draft_kv_cache_dtype", "max_num_batched_tokens", "gpu_memory_utilization",
+               "vllm", "with_fix")
 
 
 class FitOptions(TypedDict, total=False):
@@ -535,13 +560,58 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
                       max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
 
 
-def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOptions]) -> Sweep:
+def sweep(model: str, *, draft: str | None = None, engine: str = "vllm",
+          **options: Unpack[SweepOptions]) -> Sweep:
     """The largest fitting context and the concurrency per GPU × KV dtype × max_model_len.
 
-    Returns the `Sweep` that `kvplan sweep --json` prints.
+    `engine` "sglang" sweeps SGLang's pools (every point planned by SGLang's engine);
+    "vllm,sglang" gives both engines' rows. Returns the `Sweep` that `kvplan sweep --json`
+    prints.
     """
     o = _options(options, SweepOptions, "sweep")
     _need_str(model, "model")
+    engines = _engines(engine)
+    if "sglang" not in engines and any(k in o for k in _SWEEP_SGLANG):
+        raise OptionError(f"sweep() option {next(k for k in _SWEEP_SGLANG if k in o)} is an "
+                          "SGLang flag", hint="pass engine='sglang' or engine='vllm,sglang'")
+    if "vllm" not in engines and any(k in o for k in _SWEEP_VLLM):
+        raise OptionError(f"sweep() option {next(k for k in _SWEEP_VLLM if k in o)} is a vLLM "
+                          "flag; engine='sglang' does not read it")
+    srows: list[Any] = []
+    scount = 0
+    if "sglang" in engines:
+        from kvplan.pipeline.sglang_sweep import sglang_rows
+        from kvplan.pipeline.sweep import parse_lengths as _lengths
+
+        raw = o.get("max_model_len", "8k..1M")
+        lengths_ = _lengths(raw if isinstance(raw, str) else str(raw) if isinstance(raw, int)
+                            else ",".join(map(str, raw)))
+        sopts = {k: v for k, v in o.items() if k in _SWEEP_SGLANG or k in
+                 ("tensor_parallel_size", "kv_cache_memory")}
+        sdraft = draft or sopts.pop("speculative_draft_model_path", None)
+        req = sglang_request(model, sdraft, sopts, sglang_deployment(sopts))
+        srows, scount = sglang_rows(req, gpus=_names(o.get("gpu", "H100")),
+                                    kv_dtypes=_names(o.get("kv_cache_dtype", "auto")),
+                                    lengths=lengths_)
+        if engines == ("sglang",):
+            from kvplan.engines.sglang.profiles import sglang_profile
+            from kvplan.pipeline.sweep import Sweep as _Sweep
+
+            return _Sweep(model=model, draft=sdraft, vllm_version=None,
+                          sglang_version=sglang_profile(o.get("sglang")).version,
+                          lengths=sorted(set(lengths_)), rows=srows, plans_evaluated=scount)
+        o = {k: v for k, v in o.items() if k not in _SWEEP_SGLANG}
+    result = _sweep_vllm(model, draft, o)
+    if srows:
+        from kvplan.engines.sglang.profiles import sglang_profile
+
+        result = result.model_copy(update={
+            "rows": [*result.rows, *srows], "plans_evaluated": result.plans_evaluated + scount,
+            "sglang_version": sglang_profile(options.get("sglang")).version})
+    return result
+
+
+def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
     from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.sweep import parse_lengths, run_sweep
