@@ -382,7 +382,7 @@ _VLLM_KV_DTYPE = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloa
                   "bfloat16": "bfloat16", "auto": "auto", "nvfp4": "nvfp4", "fp8": "fp8"}
 
 
-def compare(model: str, *, draft: str | None = None, concurrency: int = 1,
+def compare(model: str, *, draft: str | None = None,
             **options: Unpack[CheckOptions]) -> EngineComparison:
     """`model` planned by vLLM and by SGLang for the same GPU and context length, side by side.
 
@@ -394,6 +394,7 @@ def compare(model: str, *, draft: str | None = None, concurrency: int = 1,
     """
     o = _options(options, CheckOptions, "compare")
     _need_str(model, "model")
+    concurrency = o.pop("concurrency", 1)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
     from kvplan.analysis.engine_comparison import compare_plans
@@ -410,7 +411,7 @@ def compare(model: str, *, draft: str | None = None, concurrency: int = 1,
     shared = {k: v for k, v in o.items() if k not in _VLLM_ONLY and k not in _SGLANG_ONLY
               and k not in ("attention_backend", "hf_overrides", "explain")}
     vopts = {k: v for k, v in o.items() if k not in _SGLANG_ONLY}
-    sopts = {**shared, **{k: v for k, v in o.items() if k in _SGLANG_ONLY}}
+    sopts: dict[str, Any] = {**shared, **{k: v for k, v in o.items() if k in _SGLANG_ONLY}}
     for name in ("tp_size", "pp_size", "dp_size"):
         vname = {"tp_size": "tensor_parallel_size", "pp_size": "pipeline_parallel_size",
                  "dp_size": "data_parallel_size"}[name]
@@ -427,7 +428,8 @@ def compare(model: str, *, draft: str | None = None, concurrency: int = 1,
     if length is not None:
         vopts["max_model_len"] = length
     vplan = check(model, draft=vdraft, **vopts)
-    context = parse_max_model_len(length)[0] if length is not None else vplan.max_model_len
+    context = (parse_max_model_len(length)[0] if length is not None else None) \
+        or vplan.max_model_len
     sopts["context_length"] = context
     sopts["concurrency"] = concurrency
     sopts.pop("speculative_draft_model_path", None)

@@ -187,11 +187,11 @@ def _render_explanation(plan: Plan, console: Console) -> None:
     table.add_column("pool GiB", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("SGLang", overflow="fold")
-    for w in ex.what_ifs:
-        verdict = "invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT"
-        style = "green" if w.fits else ("yellow" if w.fits is None else "red")
-        table.add_row(escape(w.change), w.needed_gib or "-", w.available_gib or "-",
-                      Text(verdict, style=style), escape(w.note or ""))
+    for row in ex.what_ifs:
+        verdict = "invalid" if row.fits is None else "FITS" if row.fits else "DOES NOT FIT"
+        style = "green" if row.fits else ("yellow" if row.fits is None else "red")
+        table.add_row(escape(row.change), row.needed_gib or "-", row.available_gib or "-",
+                      Text(verdict, style=style), escape(row.note or ""))
     console.print(table)
 
 
@@ -226,7 +226,7 @@ def render_sglang_markdown(plan: Plan) -> str:
         lines += ["", f"`{plan.capacity_log_line}`"]
     if plan.explanation is not None and plan.explanation.what_ifs:
         lines += ["", "| what if | needed GiB | verdict | SGLang |", "|---|---:|---|---|"]
-        for w in plan.explanation.what_ifs:
-            v = "invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT"
-            lines.append(f"| `{w.change}` | {w.needed_gib or '-'} | {v} | {w.note or ''} |")
+        for row in plan.explanation.what_ifs:
+            v = "invalid" if row.fits is None else "FITS" if row.fits else "DOES NOT FIT"
+            lines.append(f"| `{row.change}` | {row.needed_gib or '-'} | {v} | {row.note or ''} |")
     return "\n".join(lines) + "\n"

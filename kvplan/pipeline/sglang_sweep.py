@@ -33,7 +33,8 @@ def sglang_rows(base: SglangRequest, *, gpus: Sequence[str], kv_dtypes: Sequence
                                      largest_fitting_max_model_len=None, points=[],
                                      error=exc.message))
                 continue
-            points, error, avail, mode, largest = [], None, None, None, 0
+            points: list[SweepPoint] = []
+            error, avail, mode, largest = None, None, None, 0
             warnings: list[str] = []
             for length in sorted(set(lengths)):
                 dep = req.deployment.model_copy(update={"kv_cache_dtype": kv,
