@@ -99,7 +99,8 @@ def _sglang_row(plan: Plan, command: str | None) -> EngineRow:
     if r is not None and plan.budget_mode != "explicit":
         fraction = (f"mem_fraction_static {r.mem_fraction_static:g} "
                     + ("(SGLang's default" + (f"; reserve {r.reserved_mem_mib:,.0f} MiB"
-                                              if r.reserved_mem_mib is not None else "") + ")"
+                                              if r.reserved_mem_mib is not None else "")
+                       + ("; reduced for a multimodal model" if r.vlm_adjusted else "") + ")"
                        if r.mem_fraction_static_is_default else "(given)"))
     return EngineRow(
         engine="sglang", version=plan.sglang_version or "",
@@ -128,16 +129,26 @@ def _differences(v: EngineRow, s: EngineRow, vplan: Plan, splan: Plan) -> list[s
     if v.bytes_per_token and s.bytes_per_token:
         ratio = v.bytes_per_token / s.bytes_per_token
         if abs(ratio - 1) > 0.02:
+            kinds = {g.kind for g in vplan.groups}
+            why = ("vLLM's blocks also hold the Mamba / linear-attention states"
+                   if "mamba" in kinds else
+                   "vLLM keeps only the sliding window of its SWA layers"
+                   if kinds & {"sliding_window", "sliding_window_mla"} else
+                   "vLLM pads its pages")
             out.append(f"bytes per KV token: vLLM {v.bytes_per_token:,.0f} (its budget over "
-                       f"its tokens), SGLang {s.bytes_per_token:,.0f} (its cell size) — "
-                       + ("vLLM keeps only the sliding window of SWA layers, or pads pages; "
-                          if ratio < 1 else "vLLM pads its pages or groups layers; ")
-                       + f"pools: vLLM {v.pools}; SGLang {s.pools}")
+                       f"its tokens), SGLang {s.bytes_per_token:,.0f} (its cell size) — {why}; "
+                       f"vLLM: {v.pools}; SGLang: {s.pools}")
     if v.granularity_tokens and s.granularity_tokens and \
             v.granularity_tokens != s.granularity_tokens:
         out.append(f"allocation unit: vLLM blocks of {v.granularity_tokens} tokens, SGLang "
                    f"pages of {s.granularity_tokens}")
     ss = splan.sglang
+    carve = next((t for t in (splan.budget.breakdown if splan.budget else ())
+                  if t.name.startswith("the Mamba")), None)
+    if carve is not None:
+        out.append(f"SGLang's {s.kv_budget_bytes / GIB if s.kv_budget_bytes else 0:.2f} GiB for "
+                   f"its token pool is after its Mamba state pool ({-carve.num_bytes / GIB:.2f} "
+                   "GiB); vLLM's budget holds the states inside its KV blocks")
     if ss is not None and ss.max_mamba_cache_size is not None:
         out.append(f"state (Mamba / linear-attention) layers: SGLang keeps "
                    f"{ss.max_mamba_cache_size:,} state slots and caps running requests at "

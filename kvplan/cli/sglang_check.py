@@ -102,7 +102,12 @@ def _sglang_options(values: dict[str, Any], sg: dict[str, Any], given: set[str]
                 opts[key] = v
     if values.get("explain"):
         opts["explain"] = True
-    opts.update(sglang_options_dict(sg))
+    own = sglang_options_dict(sg)
+    for key in ("tp_size", "pp_size", "dp_size"):
+        if key in own and key in opts and own[key] != opts[key]:
+            raise InputError(f"--{key.replace('_', '-')} {own[key]} and its vLLM spelling "
+                             f"({opts[key]}) disagree", hint="give the size once")
+    opts.update(own)
     return opts
 
 

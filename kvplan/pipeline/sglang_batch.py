@@ -47,7 +47,7 @@ def sglang_entry_request(entry: dict[str, Any], defaults: dict[str, Any], where:
     """One `[[deployment]]` table (over `[defaults]`) → SglangRequest."""
     from dataclasses import replace
 
-    from kvplan.api import sglang_deployment, sglang_request
+    from kvplan.pipeline.sglang_options import sglang_deployment, sglang_request
     from kvplan.sources.sglang_serve import human_readable_int
 
     def norm(k: str) -> str:

@@ -43,6 +43,7 @@ def _what_if(change: str, req: SglangRequest, inputs: SglangInputs, gpu: SglangG
 def _row(change: str, result: SglangResult, concurrency: int) -> WhatIf:
     if not result.fits or result.resolved is None:
         err = result.error.message if result.error is not None else "SGLang does not start"
+        err = err.split(". ")[0].rstrip(".") + "."  # the first sentence (the plan has all)
         return WhatIf(change=change, fits=False, needed_gib=None,
                       available_gib=(format_gib(result.available_bytes)
                                      if result.available_bytes is not None else None),
@@ -57,9 +58,8 @@ def _row(change: str, result: SglangResult, concurrency: int) -> WhatIf:
     return WhatIf(change=change, fits=s.holds, needed_gib=format_gib(needed),
                   available_gib=format_gib(int(tokens * cell)),
                   estimated_max_model_len=largest,
-                  note=f"max_total_num_tokens {tokens:,}, {s.requests_at_length:,} × "
-                       f"{context:,}-token requests at once (max_running_requests "
-                       f"{result.max_running_requests:,})")
+                  note=f"{tokens:,} tokens: {s.requests_at_length:,} × {context:,} at once "
+                       f"(max_running_requests {result.max_running_requests:,})")
 
 
 def sglang_what_ifs(req: SglangRequest, inputs: SglangInputs, gpu: SglangGpu,

@@ -212,7 +212,10 @@ def _plan_shape(base: SglangRequest, inputs: SglangInputs, gpu: hardware.Gpu, sg
         return miss(most * per_replica / concurrency,
                     f"{per_replica} request(s) per replica{capped}: {concurrency} need DP {dp} = "
                     f"{dp * tp * pp} GPUs, more than --max-gpus {max_gpus}")
-    total = tokens / (s.tokens_per_request or max_model_len) * dp
+    per_replica_x = tokens / (s.tokens_per_request or max_model_len)
+    if s.request_cap is not None:  # within SGLang's cap on running requests
+        per_replica_x = min(per_replica_x, float(s.request_cap))
+    total = per_replica_x * dp
     avail = result.available_bytes or 0
     line = sglang_launch_line(req.model, dep, draft=req.draft, dp_size=dp)
     return FitCandidate(
