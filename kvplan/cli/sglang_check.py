@@ -105,8 +105,10 @@ def _sglang_options(values: dict[str, Any], sg: dict[str, Any], given: set[str]
     own = sglang_options_dict(sg)
     for key in ("tp_size", "pp_size", "dp_size"):
         if key in own and key in opts and own[key] != opts[key]:
-            raise InputError(f"--{key.replace('_', '-')} {own[key]} and its vLLM spelling "
-                             f"({opts[key]}) disagree", hint="give the size once")
+            long = {"tp_size": "--tensor-parallel-size", "pp_size": "--pipeline-parallel-size",
+                    "dp_size": "--data-parallel-size"}[key]
+            raise InputError(f"--{key.replace('_', '-')} {own[key]} and {long} {opts[key]} "
+                             "disagree", hint="give the size once")
     opts.update(own)
     return opts
 
