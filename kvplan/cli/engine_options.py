@@ -35,7 +35,8 @@ SGLANG_OPTIONS: dict[str, tuple[Any, Any, Any]] = {
                                      help="SGLang release profile (default: the newest, 0.5.23)")),
     "context_length": (str | None, None, Opt(
         "--context-length", rich_help_panel=_PANEL,
-        help="SGLang's context length (tokens, 32k style); default: the model's")),
+        help="SGLang's context length, read as SGLang does (32k = 32000, 32Ki = 32768); "
+             "default: the model's")),
     "mem_fraction_static": (float | None, None, Opt(
         "--mem-fraction-static", rich_help_panel=_PANEL,
         help="share of the free memory before the weights SGLang keeps for weights + KV "
