@@ -232,7 +232,9 @@ def test_check_sglang_equals_the_engine_on_the_same_inputs() -> None:
                         kv_cache_dtype="fp8_e4m3", max_running_requests=256)
     assert plan.engine == "sglang" and plan.vllm_version is None
     assert plan.sglang is not None and plan.sglang_version == "0.5.23"
-    weights_gib = float(plan.notes[-1].split("weights per GPU: ")[1].split(" GiB")[0])
+    assert plan.budget is not None
+    terms = {t.name: t.num_bytes for t in plan.budget.breakdown}
+    weights_gib = -terms["weights per GPU"] / 2**30
     pre = 81559 / 1024 - PRE_MODEL_LOAD_OVERHEAD_GIB
     desc = describe_model(json.loads(Path(LLAMA, "config.json").read_text()), source=LLAMA)
     ref = plan_sglang(desc, SglangDeployment(tp_size=2, kv_cache_dtype="fp8_e4m3",
@@ -241,7 +243,9 @@ def test_check_sglang_equals_the_engine_on_the_same_inputs() -> None:
                       memory=ProfiledMemory(pre_model_load_gib=pre,
                                             available_gib=(pre - weights_gib,)))
     assert plan.sglang.mem_fraction_static == ref.mem_fraction_static == 0.828
-    assert abs((plan.sglang.max_total_num_tokens or 0) - (ref.max_total_num_tokens or 0)) < 400
+    assert abs((plan.sglang.max_total_num_tokens or 0) - (ref.max_total_num_tokens or 0)) <= 1
+    assert terms["free before the weights"] == int(pre * 2**30)
+    assert sum(terms.values()) == plan.budget.available_kv_bytes_per_gpu == ref.available_bytes
     assert plan.kv_cache_size_tokens == plan.sglang.max_total_num_tokens
     assert plan.max_model_len == 131072 and plan.sglang.max_running_requests == 256
     assert plan.capacity_log_line == (

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
+from kvplan.analysis.serving import ServingCheck
+from kvplan.analysis.sglang_log_check import SglangLogCheck
 from kvplan.budget.kv_memory import KvBudget
 from kvplan.engines.sglang.result import SglangResult
 from kvplan.engines.vllm.planner import EngineResult
@@ -153,6 +155,11 @@ class Plan(FrozenModel):
         default=None, description="SGLang's own numbers under SGLang's names (engine 'sglang'): "
                                   "mem_fraction_static, max_total_num_tokens, "
                                   "max_running_requests, the pools, the resolved server args")
+    serving: ServingCheck | None = Field(
+        default=None, description="SGLang plans and side-by-side views: whether the KV cache "
+                                  "holds `concurrency` requests of the context length at once")
+    sglang_log: SglangLogCheck | None = Field(
+        default=None, description="--from-log with an SGLang log: its numbers beside kvplan's")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""

@@ -11,11 +11,13 @@ from typing import Annotated, Any
 import typer
 
 from kvplan.cli.common import Opt, command, emit, handles_errors
+from kvplan.cli.engine_options import SGLANG_OPTIONS, with_engine_options
 from kvplan.errors import ConfigError, HubError, InputError
 
 
 @command()
 @handles_errors
+@with_engine_options(SGLANG_OPTIONS)
 def check(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Argument(
@@ -84,13 +86,16 @@ def check(
     fmt: Annotated[str, Opt("--format", help="table, json or markdown")] = "table",
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout (same as --format json)")] = False,
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
+    engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
     from kvplan import api
+    from kvplan.cli.sglang_check import route
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
 
     if fmt not in ("table", "json", "markdown"):
         raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    route(dict(locals()))  # --engine sglang / vllm,sglang, SGLang lines and logs: plans, exits
     allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     if specs is not None:
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
@@ -141,7 +146,8 @@ def explain_command(*args: Any, **kwargs: Any) -> None:
 
 
 # check's options that describe the deployment (the others pick what to plan and how to show it)
-_NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain"})
+_NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain",
+                             "engine_values"})
 
 
 def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:

@@ -9,23 +9,36 @@ from typing import Annotated, Any
 import typer
 
 from kvplan.cli.common import Opt, command, console, handles_errors
+from kvplan.cli.engine_options import with_engine_options
 from kvplan.errors import EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
 
 
 @command()
 @handles_errors
+@with_engine_options((), engine_help="plan every entry with this server (vllm or sglang); "
+                                     "default: each entry's `engine` key, else vLLM")
 def ci(
     file: Annotated[Path, typer.Argument(help="deployments.toml (or .yaml) with [[deployment]]")],
     vllm: Annotated[str | None, Opt("--vllm", help="override every entry's release")] = None,
     as_json: Annotated[bool, Opt("--json")] = False,
+    engine_values: dict[str, Any] | None = None,  # --engine (engine_options)
 ) -> None:
     """Plan several named deployments; exit 1 if any does not fit, 2 if an entry is invalid."""
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.output import report
     from kvplan.pipeline.batch import run_batch
 
+    ev = engine_values or {"engine": ("vllm",), "given": set()}
+    forced = None
+    if "engine" in ev["given"]:
+        if len(ev["engine"]) > 1:
+            raise InputError("ci plans each entry with one server",
+                             hint='give --engine vllm or sglang, or set engine = "sglang" per '
+                                  "entry")
+        forced = ev["engine"][0]
     batch = run_batch(_read_deployments(file), vllm_version=vllm,
-                      allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
+                      allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
+                      engine=forced)
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:

@@ -61,6 +61,14 @@ def emit(plan: Any, fmt: str, as_json: bool) -> int:
     if as_json or fmt == "json":
         typer.echo(plan.to_json())  # no rich for JSON
         return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
+    if getattr(plan, "engine", "vllm") == "sglang":
+        from kvplan.output import sglang_report
+
+        if fmt == "markdown":
+            typer.echo(sglang_report.render_sglang_markdown(plan), nl=False)
+        else:
+            sglang_report.render_sglang_table(plan, console())
+        return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
     from kvplan.output import report
     if fmt == "markdown":
         typer.echo(report.render_markdown(plan), nl=False)

@@ -27,6 +27,9 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
                   + (f" + {escape(sweep.draft)}" if sweep.draft else "")
                   + " — max concurrency per max_model_len ('-' = does not fit)",
                   title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    engines = any(getattr(r, "engine", "vllm") != "vllm" for r in sweep.rows)
+    if engines:
+        table.add_column("engine")
     table.add_column("GPU")
     table.add_column("KV")
     table.add_column("KV GiB", justify="right")
@@ -34,13 +37,14 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
     for n in sweep.lengths:
         table.add_column(_short_len(n), justify="right")
     for r in sweep.rows:
+        who = ({"vllm": "vLLM", "sglang": "SGLang"}.get(r.engine, r.engine),) if engines else ()
         if r.error and not r.points:
-            table.add_row(escape(r.gpu), r.kv_cache_dtype, "-", "-",
+            table.add_row(*who, escape(r.gpu), r.kv_cache_dtype, "-", "-",
                           *([Text("error", style="yellow")] * len(sweep.lengths)))
             continue
         cells = {p.max_model_len: (f"{p.max_concurrency:.1f}x" if p.fits else "-")
                  for p in r.points}
-        table.add_row(escape(r.gpu), r.kv_cache_dtype,
+        table.add_row(*who, escape(r.gpu), r.kv_cache_dtype,
                       f"{(r.available_kv_bytes or 0) / 2**30:.1f}",
                       f"{r.largest_fitting_max_model_len or 0:,}",
                       *[cells.get(n, "?") for n in sweep.lengths])
@@ -58,7 +62,7 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
         v = r.largest_fitting_max_model_len or 0
         frac = math.log2(v) / math.log2(top) if v > 1 else 0.0
         bar = "█" * max(0, round(frac * width))
-        label = f"{r.gpu[:24]:<24} {r.kv_cache_dtype:<9}"
+        label = (f"{r.engine:<6} " if engines else "") + f"{r.gpu[:24]:<24} {r.kv_cache_dtype:<9}"
         console.print(f"  {escape(label)} {bar} {_short_len(v) if v else 'none'}")
     console.print(f"[dim]{sweep.plans_evaluated:,} plans evaluated[/]")
 
@@ -80,7 +84,8 @@ def plot_sweep(sweep, path: str) -> None:  # type: ignore[no-untyped-def]
         pts = [p for p in r.points if p.fits]
         if pts:
             ax.plot([p.max_model_len for p in pts], [p.max_concurrency for p in pts], marker="o",
-                    label=f"{r.gpu} · {r.kv_cache_dtype}")
+                    label=f"{r.gpu} · {r.kv_cache_dtype}"
+                    + (f" · {r.engine}" if getattr(r, "engine", "vllm") != "vllm" else ""))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("max_model_len (tokens)")
     ax.set_ylabel("max concurrency (requests at full length)")

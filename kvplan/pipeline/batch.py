@@ -211,11 +211,20 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
 
 
 def run_batch(data: Any, *, vllm_version: str | None = None,
-              allow_long_max_model_len: bool = False) -> Batch:
+              allow_long_max_model_len: bool = False, engine: str | None = None) -> Batch:
     """Validate every entry first (a bad file is one error, exit 2), then plan them all.
-    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment."""
-    requests = []
+    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment. `engine`
+    plans every entry with that server; else each entry's `engine` key (default vLLM)."""
+    from kvplan.pipeline.sglang_batch import entry_engine, sglang_entry_request
+
+    requests: list[tuple[str, Any]] = []
     for name, entry, defaults in parse_deployments(data):
+        if entry_engine(entry, defaults, engine) == "sglang":
+            requests.append((name, sglang_entry_request(entry, defaults,
+                                                        f"deployment {name!r}")))
+            continue
+        entry = {k: v for k, v in entry.items() if k != "engine"}
+        defaults = {k: v for k, v in defaults.items() if k != "engine"}
         req = request_from_entry(entry, defaults, f"deployment {name!r}")
         if vllm_version:
             req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
@@ -225,7 +234,12 @@ def run_batch(data: Any, *, vllm_version: str | None = None,
     entries = []
     for name, req in requests:
         try:
-            plan = evaluate(req).plan
+            if isinstance(req, Request):
+                plan = evaluate(req).plan
+            else:  # an SGLang entry
+                from kvplan.pipeline.sglang import evaluate_sglang
+
+                plan = evaluate_sglang(req)
         except KvplanError as exc:
             exc.message = f"deployment {name!r}: {exc.message}"
             raise

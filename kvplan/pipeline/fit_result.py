@@ -4,6 +4,7 @@ nearest misses, what was skipped and why; its JSON Schema (docs/fit.schema.json)
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,13 +22,19 @@ class FitTarget(_Frozen):
     draft: str | None = None
     max_model_len: int
     concurrency: int = Field(description="concurrent requests of max_model_len tokens to serve")
-    vllm_version: str = Field(description="the release profile planned")
+    vllm_version: str | None = Field(description="the vLLM release profile planned (None: "
+                                                 "SGLang only)")
+    engines: list[str] = Field(default_factory=lambda: ["vllm"],
+                               description="the servers searched: vllm, sglang or both")
+    sglang_version: str | None = Field(default=None,
+                                       description="the SGLang release profile planned")
     gpus: list[str]
     kv_cache_dtypes: list[str]
     max_gpus: int
 
 
 class FitCandidate(_Frozen):
+    engine: Literal["vllm", "sglang"] = Field(default="vllm", description="the server")
     gpu: str
     num_gpus: int
     tensor_parallel_size: int
@@ -35,9 +42,11 @@ class FitCandidate(_Frozen):
     data_parallel_size: int
     kv_cache_dtype: str
     speculative: bool = Field(description="the draft (speculative decoding) is on")
-    max_concurrency: float = Field(description="vLLM's maximum concurrency at max_model_len × DP")
+    max_concurrency: float = Field(description="vLLM's maximum concurrency at max_model_len × DP "
+                                               "(SGLang: its tokens / max_model_len × DP)")
     requests_per_replica: int = Field(
-        description="whole max_model_len requests one replica holds (capped by max_num_seqs)")
+        description="whole max_model_len requests one replica holds (capped by max_num_seqs / "
+                    "SGLang's max_running_requests)")
     kv_cache_size_tokens: int = Field(description="per replica (vLLM's 'GPU KV cache size')")
     available_kv_bytes_per_gpu: int
     headroom_pct: float = Field(description="max_concurrency / target concurrency − 1, in %")
@@ -45,7 +54,9 @@ class FitCandidate(_Frozen):
     usd_per_gpu_hour: float | None
     price_source: str | None
     total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not measured")
-    vllm_serve: str
+    vllm_serve: str | None = Field(default=None, description="the `vllm serve` line (vLLM)")
+    sglang_launch: str | None = Field(
+        default=None, description="the `python -m sglang.launch_server` line (SGLang)")
     kvplan_check: str
     merged_kv_cache_dtypes: list[str] = Field(
         default_factory=list, description="other --kv-cache-dtype values searched that planned "
@@ -54,6 +65,7 @@ class FitCandidate(_Frozen):
 
 
 class FitMiss(_Frozen):
+    engine: Literal["vllm", "sglang"] = "vllm"
     gpu: str
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -74,6 +86,7 @@ class FitMiss(_Frozen):
 
 
 class FitSkip(_Frozen):
+    engine: Literal["vllm", "sglang"] = "vllm"
     gpu: str
     kv_cache_dtype: str | None = Field(default=None,
                                        description="set when the KV dtype gate refused it")

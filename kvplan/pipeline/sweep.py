@@ -27,6 +27,7 @@ class SweepPoint(BaseModel):
 class SweepRow(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
+    engine: str = "vllm"  # the server planned: vllm | sglang
     gpu: str
     kv_cache_dtype: str
     available_kv_bytes: int | None
@@ -45,6 +46,7 @@ class Sweep(BaseModel):
     model: str
     draft: str | None
     vllm_version: str | None
+    sglang_version: str | None = None  # set when SGLang rows are in the sweep
     lengths: list[int]
     rows: list[SweepRow]
     plans_evaluated: int

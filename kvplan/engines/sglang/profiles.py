@@ -254,6 +254,12 @@ MESSAGES_0_5_23 = {
     "mrr_reduced": (
         "max_running_requests was reduced from the requested {requested} to {max_num_reqs} "
         "(per dp worker) due to the available KV cache capacity."),
+    # tp_worker.TpModelWorker.get_worker_info (logged once the pools exist; SGLang still starts)
+    "kv_below_context": (
+        "KV pool holds {tokens} tokens, fewer than --context-length {context_len}. One "
+        "full-length request cannot fit, so long requests will be refused or truncated at "
+        "serving time. Lower --context-length, raise --mem-fraction-static, or free memory "
+        "taken before the pool is sized."),
     # speculative_hook._handle_eagle_family
     "spec_mrr_48": (
         "Max running requests is reset to 48 for speculative decoding. You can override this "
