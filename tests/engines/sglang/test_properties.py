@@ -1,6 +1,7 @@
 """Invariants of the SGLang engine (hypothesis), on real configs: the token capacity never falls
-when the budget grows (for a Mamba hybrid: unless its state slots rose), it is always a whole number of pages, the running requests respect their
-bounds, and a longer chunked prefill never raises mem_fraction_static."""
+when the budget grows (for a Mamba hybrid: unless its state slots rose), it is always a whole
+number of pages, the running requests respect their bounds, and a longer chunked prefill never
+raises mem_fraction_static."""
 
 from __future__ import annotations
 
