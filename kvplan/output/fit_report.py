@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
+
+from kvplan.output.tables import Column, print_table, short_gpu_name
 
 
 def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
@@ -20,25 +20,27 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                   f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
                   f"{t.max_gpus} GPUs")
     if fit.candidates:
-        table = Table(title="cheapest first (USD per hour, then GPU count)", title_justify="left",
-                      box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-        for col, just in (("#", "right"), ("GPU", "left"), ("n", "right"),
-                          ("TP×PP×DP", "left"), ("KV", "left"), ("draft", "left"),
-                          ("conc.", "right"), ("KV tokens", "right"), ("headroom", "right"),
-                          ("USD/h", "right")):
-            table.add_column(col, justify=just,  # type: ignore[arg-type]
-                             no_wrap=col != "GPU", overflow="fold")
+        show_draft = t.draft is not None
+        columns = [Column("#", "right", key=True, bare=True), Column("GPU", wrap=True, key=True, bare=True),
+                   Column("n", "right", key=True),
+                   Column("TP×PP×DP"), Column("KV")]
+        columns += [Column("draft")] if show_draft else []
+        columns += [Column("conc.", "right"), Column("KV tokens", "right", drop=2),
+                    Column("headroom", "right", drop=1), Column("USD/h", "right")]
+        rows: list[list[str | Text]] = []
         for i, c in enumerate(fit.candidates, 1):
             usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:.2f}"
-            name = c.gpu.removeprefix("NVIDIA ").removeprefix("AMD Instinct ")
-            table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
-                          str(c.num_gpus),
-                          f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
-                          f"{c.data_parallel_size}",
-                          "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]),
-                          "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
-                          f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
-        console.print(table)
+            name = short_gpu_name(c.gpu) + ("*" if c.total_memory_nominal else "")
+            kv = "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes])
+            row: list[str | Text] = [str(i), name, str(c.num_gpus),
+                                     f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
+                                     f"{c.data_parallel_size}", kv]
+            row += ["on" if c.speculative else "off"] if show_draft else []
+            row += [f"{c.max_concurrency:.1f}", f"{c.kv_cache_size_tokens:,}",
+                    f"{c.headroom_pct:+.0f}%", usd]
+            rows.append(row)
+        print_table(console, columns, rows, title="cheapest first (USD per hour, then GPU count)",
+                    what="deployment")
         for i, c in enumerate(fit.candidates, 1):
             console.print(f"{i}. [dim]$[/] {escape(c.vllm_serve)}", soft_wrap=True)
             console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
