@@ -49,7 +49,8 @@ def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:
                r.page_bytes_per_token)
         same.setdefault(key, []).append(r)
     columns = [Column("#", "right", key=True, bare=True), Column("n", "right", key=True),
-               Column("kind", wrap=True, key=True, bare=True), Column("heads×dim", "right", wrap=True), Column("window", "right"),
+               Column("kind", wrap=True, key=True, bare=True),
+               Column("heads×dim", "right", wrap=True), Column("window", "right"),
                Column("dtype", wrap=True), Column("block", "right"), Column("B/token", "right")]
     cells: list[list[str | Text]] = []
     legend = []

@@ -25,8 +25,8 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
 
     title = (f"kvplan sweep: {sweep.model}" + (f" + {sweep.draft}" if sweep.draft else "")
              + " — max concurrency per max_model_len ('-' = does not fit)")
-    columns = [Column("GPU", wrap=True, key=True, bare=True), Column("KV", key=True, bare=True), Column("KV GiB", "right", drop=2),
-               Column("largest fit", "right", drop=1)]
+    columns = [Column("GPU", wrap=True, key=True, bare=True), Column("KV", key=True, bare=True),
+               Column("KV GiB", "right", drop=2), Column("largest fit", "right", drop=1)]
     columns += [Column(_short_len(n), "right") for n in sweep.lengths]
     rows: list[list[str | Text]] = []
     for r in sweep.rows:

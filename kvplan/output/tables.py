@@ -52,6 +52,10 @@ class Column:
             raise ValueError(f"column {self.header!r}: an identifying column is never dropped")
 
 
+def _text(cell: Cell) -> Text:
+    return cell if isinstance(cell, Text) else Text(cell)
+
+
 def _plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
@@ -159,7 +163,7 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
     cols = [columns[i] for i in layout.kept]
     table = _table(title, cols, layout.widths, pad_edge, layout.compact)
     for r in rows:  # a str cell is plain text, never rich markup
-        table.add_row(*(r[i] if isinstance(r[i], Text) else Text(r[i]) for i in layout.kept))
+        table.add_row(*(_text(r[i]) for i in layout.kept))
     console.print(table)
     dropped = layout.dropped(columns)
     if dropped:
@@ -183,16 +187,14 @@ def _print_vertical(console: Console, columns: Sequence[Column], rows: Sequence[
                 head.append("  ")
             if not columns[i].bare:
                 head.append(f"{columns[i].header} ", style="dim")
-            cell = r[i]
-            head.append_text(cell if isinstance(cell, Text) else Text(cell))
+            head.append_text(_text(r[i]))
         console.print(head)
         line = Text("    ")
         for i, c in enumerate(columns):
             if i in head_keys:
                 continue
-            cell = r[i]
             pair = Text(f"{c.header} ", style="dim")
-            pair.append_text(cell if isinstance(cell, Text) else Text(cell))
+            pair.append_text(_text(r[i]))
             if line.cell_len > 4 and line.cell_len + 3 + pair.cell_len > width:
                 console.print(line)
                 line = Text("    ")
