@@ -153,7 +153,9 @@ class FitOptions(TypedDict, total=False):
     the GPU, KV dtype and parallel layout are searched)."""
 
     gpu: str | list[str] | None  # default: every catalogue GPU with a price
-    kv_cache_dtype: str | list[str]
+    vendor: str | list[str] | None  # "nvidia", "amd" (default: both)
+    # default auto,fp8,nvfp4 where the GPU runs them natively; named: dequantised paths too
+    kv_cache_dtype: str | list[str] | None
     max_gpus: int
     price: dict[str, float] | list[str] | None  # {"H100": 2.1} or ["H100=2.1"]
     prices: str | Path | None  # a file of GPU=USD lines or a JSON object
@@ -402,8 +404,9 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     """
     o = _options(options, FitOptions, "fit")
     _need_str(model, "model")
+    from kvplan.budget.hardware import parse_vendors
     from kvplan.pipeline.deploy import Request
-    from kvplan.pipeline.fit import parse_price, parse_prices_file, search
+    from kvplan.pipeline.fit import DEFAULT_KV_DTYPES, parse_price, parse_prices_file, search
 
     mml, auto = parse_max_model_len(max_model_len)
     if auto or mml is None:
@@ -430,7 +433,7 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
         given = [f"{k}={v}" for k, v in given.items()]
     price_map.update(dict(parse_price(p) for p in given))
     spec = speculative_config(o.get("speculative_config"))
-    searched = {"kv_cache_dtype", "gpu"}  # per candidate
+    searched = {"kv_cache_dtype", "gpu", "vendor"}  # per candidate
     dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
     base = Request(model=model, deployment=dep, revision=o.get("revision"),
                    draft=draft or spec.get("model"), gpu_memory_utilization=util,
@@ -440,8 +443,10 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    given = o.get("kv_cache_dtype")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
-                  kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                  kv_dtypes=_names(given) if given is not None else DEFAULT_KV_DTYPES,
+                  kv_dtypes_given=given is not None, vendors=parse_vendors(o.get("vendor")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                   progress=progress)
 

@@ -17,8 +17,16 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                                 f"  draft {t.draft}" if t.draft else "",
                                 f"  vLLM {t.vllm_version}"))
     console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
-                  f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
-                  f"{t.max_gpus} GPUs")
+                  f"{len(t.gpus)} GPU types"
+                  + (f" ({', '.join(v.upper() if v == 'amd' else 'NVIDIA' for v in t.vendors)})"
+                     if t.vendors else "")
+                  + f" · KV {', '.join(t.kv_cache_dtypes)} · at most {t.max_gpus} GPUs")
+    if fit.refusal is not None:  # the model itself, whatever the deployment: once
+        console.print(Text("NOTHING FITS", style="bold red"),
+                      f"vLLM refuses the model at max_model_len {t.max_model_len:,} before any "
+                      "deployment matters; no shape was planned:")
+        console.print(f"  {escape(fit.refusal)}", soft_wrap=True)
+        return
     if fit.candidates:
         show_draft = t.draft is not None
         columns = [Column("#", "right", key=True, bare=True), Column("GPU", wrap=True, key=True, bare=True),
@@ -31,7 +39,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
         for i, c in enumerate(fit.candidates, 1):
             usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:.2f}"
             name = short_gpu_name(c.gpu) + ("*" if c.total_memory_nominal else "")
-            kv = "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes])
+            kv = "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]) + (
+                " (deq.)" if c.kv_cache_dequantised else "")
             row: list[str | Text] = [str(i), name, str(c.num_gpus),
                                      f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
                                      f"{c.data_parallel_size}", kv]
@@ -48,7 +57,12 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                       "per replica; headroom = conc. over the target"
                       + ("; KV a=b: both planned identically (one row)" if any(
                           c.merged_kv_cache_dtypes for c in fit.candidates) else "")
-                      + ("; * nominal GPU memory (not measured)" if any(
+                      + ("; (deq.) the GPU has no hardware for this KV dtype: vLLM serves it "
+                         "dequantised, memory as planned, attention no faster than bfloat16"
+                         if any(c.kv_cache_dequantised for c in fit.candidates) else "")
+                      + ("; * nominal GPU memory (the vendor's capacity less a typical "
+                         "reserve, not measured): ranked on that estimate; its check line takes "
+                         "--gpu-memory with the real total" if any(
                           c.total_memory_nominal for c in fit.candidates) else "")
                       + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
                           c.usd_per_hour is None for c in fit.candidates) else "") + ".[/]")
@@ -71,18 +85,28 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                           ", ".join(f"{n} × {escape(g.removeprefix('NVIDIA '))}"
                                     for g, n in need.items())
                           + f" at least; rerun with --max-gpus {min(need.values())}")
-    by_dtype: dict[str, list[str]] = {}
+    by_dtype: dict[tuple[str, str], list[str]] = {}
     by_reason: dict[str, list[str]] = {}
     for s in fit.skipped:
         if s.kv_cache_dtype is not None:
-            by_dtype.setdefault(s.kv_cache_dtype, []).append(s.gpu.removeprefix("NVIDIA "))
+            key = (s.kv_cache_dtype, s.support or "refused")
+            names = by_dtype.setdefault(key, [])
+            if short_gpu_name(s.gpu) not in names:
+                names.append(short_gpu_name(s.gpu))
         else:
             by_reason.setdefault(s.reason, []).append(
                 f"TP {s.tensor_parallel_size}×PP {s.pipeline_parallel_size}")
-    for dt, names in by_dtype.items():
-        console.print(f"[dim]not tried: {dt} KV on {len(names)} GPU type(s) without native "
-                      f"support in this release ({escape(', '.join(names[:6]))}"
-                      f"{', …' if len(names) > 6 else ''}); reasons in --json[/]")
+    for (dt, support), names in by_dtype.items():
+        listed = escape(", ".join(names[:6])) + (f" and {len(names) - 6} more"
+                                                 if len(names) > 6 else "")
+        if support == "dequantised":
+            console.print(f"[dim]not tried: {dt} KV on {len(names)} GPU type(s) where vLLM "
+                          f"{t.vllm_version} serves it only dequantised ({listed}); name it "
+                          f"with --kv-cache-dtype {dt} to include them; reasons in --json[/]")
+        else:
+            console.print(f"[dim]not tried: {dt} KV on {len(names)} GPU type(s) where vLLM "
+                          f"{t.vllm_version} has no attention backend for it ({listed}); "
+                          "reasons in --json[/]")
     for reason, shapes in by_reason.items():
         console.print(f"[dim]not plannable: {escape(', '.join(dict.fromkeys(shapes)))}: "
                       f"{escape(reason)}[/]")

@@ -10,8 +10,13 @@ from rich.text import Text
 from kvplan.output.report import SHORT_KIND
 from kvplan.output.tables import Column, print_table
 
+_SUPPORT_CELL = {"native": "native", "dequantised": "deq.", "refused": "-"}
 
-def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
+
+def render_gpus(rows: list, console: Console, *, support: dict,  # type: ignore[type-arg]
+                vllm_version: str) -> None:
+    """The catalogue; the fp8 / nvfp4 KV columns are the support table at `vllm_version`
+    (`support`: GPU name → `kv_dtype_support.support_summary`)."""
     columns = [Column("name", wrap=True, key=True, bare=True), Column("arch", wrap=True, drop=1),
                Column("memory", "right"), Column("fp8 KV"), Column("nvfp4 KV"),
                Column("USD/h", "right")]
@@ -22,10 +27,14 @@ def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
             mem += "*"
         price = "-" if g.usd_per_hour is None else f"{g.usd_per_hour:.2f}" + (
             "~" if (g.usd_per_hour_source or "").startswith("estimate") else "")
-        cells.append([g.name, g.arch, mem, "yes" if g.supports_fp8_kv else "-",
-                      "yes" if g.supports_nvfp4_kv else "-", price])
+        kv = support[g.name]
+        cells.append([g.name, g.arch, mem, _SUPPORT_CELL[kv["fp8"]["support"]],
+                      _SUPPORT_CELL[kv["nvfp4"]["support"]], price])
     print_table(console, columns, cells, what="GPU",
                 title="GPU catalogue (memory as the CUDA/HIP runtime reports it)")
+    console.print(f"[dim]fp8 / nvfp4 KV in vLLM {vllm_version} (--vllm for another): native; "
+                  "deq. = served dequantised (no such hardware: memory as planned, no speed-up); "
+                  "- = no attention backend, vLLM fails at start-up. The paths: --json.[/]")
     console.print("[dim]* nominal: the vendor's capacity less the runtime reserve, not measured; "
                   "pass --gpu-memory with the runtime total (torch.cuda.mem_get_info()[1]).[/]")
     console.print("[dim]USD/h: typical on-demand price per GPU (~ = estimate); sources in "

@@ -201,7 +201,8 @@ class Evaluation:
     built: BuildResult
     budget: KvBudget
     planner_input: PlannerInput
-    dtype_warnings: tuple[str, ...] = ()  # the GPU cannot run a KV dtype natively (vLLM's gates)
+    dtype_warnings: tuple[str, ...] = ()  # the GPU serves a KV dtype dequantised, or refuses it
+    kv_refusal: str | None = None  # no attention backend takes the KV dtype: vLLM does not start
 
 
 def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
@@ -225,19 +226,9 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                          "(vLLM asserts 'DCP not support sliding window.')",
                          hint="drop --decode-context-parallel-size for this model")
     built = build(res.target, dep, res.draft)
-    # the GPU's KV-dtype gates come first: a refusal needs no budget and no plan
-    gates: list[str] = []
-    if gpu is not None:
-        from kvplan.budget import hardware
-        for dt in dict.fromkeys((built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype)):
-            reason = hardware.check_kv_dtype_supported(
-                gpu, dt, vllm_version=built.planner_input.vllm_version,
-                use_mla=res.target.use_mla)
-            if reason and (sm is None or sm < 80):
-                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
-                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
-            if reason:
-                gates.append(reason)
+    # the GPU's KV-dtype gates come first (budget.kv_dtype_support: one table for check, gpus,
+    # fit and sweep): dequantised is a warning, refused a plan that does not fit
+    gates, kv_refusal = kv_dtype_gates(gpu, sm, built, use_mla=res.target.use_mla)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
     # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
@@ -278,7 +269,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     budget_notes = [w for w in budget.warnings if limit is None or w != NO_KV_MEMORY_WARNING]
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget_notes,
              *([budget_warning] if budget_warning else [])]
-    notes += gates
+    notes += [g for g in gates if g != kv_refusal]
     the_plan = build_plan(
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
@@ -286,8 +277,52 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size, weights_limit=limit)
+    if kv_refusal is not None:
+        the_plan = refused_kv_dtype(the_plan, built.kv_cache_dtype, kv_refusal)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
-                      dtype_warnings=tuple(gates))
+                      dtype_warnings=tuple(gates), kv_refusal=kv_refusal)
+
+
+def kv_dtype_gates(gpu: Any, sm: int | None, built: BuildResult, *,
+                   use_mla: bool) -> tuple[list[str], str | None]:
+    """(warnings, the refusal or None) of the KV dtypes `built` uses on `gpu`, from the support
+    table: a dequantised path is a warning, no backend at all is a refusal (vLLM fails at
+    start-up). Below Ampere no release has a kernel: an error, nothing to plan."""
+    if gpu is None:
+        return [], None
+    from kvplan.budget import kv_dtype_support as kvs
+
+    version = built.planner_input.vllm_version
+    gates: list[str] = []
+    refusal = None
+    for dt in dict.fromkeys((built.kv_cache_dtype,
+                             built.draft_kv_cache_dtype or built.kv_cache_dtype)):
+        reason = kvs.check_kv_dtype_supported(gpu, dt, vllm_version=version, use_mla=use_mla)
+        if reason and (sm is None or sm < 80):
+            raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
+        if reason:
+            refusal = refusal or reason
+            gates.append(reason)
+            continue
+        answer = kvs.kv_dtype_support(gpu, dt, kvs.release(version), use_mla=use_mla)
+        if answer is not None and answer.support is kvs.KvSupport.DEQUANTISED:
+            gates.append(answer.text)
+    return gates, refusal
+
+
+def refused_kv_dtype(plan: Plan, kv_cache_dtype: str, reason: str) -> Plan:
+    """A plan whose KV dtype no attention backend takes on its GPU: vLLM does not start
+    (`CudaPlatform.get_attn_backend_cls` raises when every backend is invalid; its message then
+    lists each backend's reason, summed up here by kvplan's)."""
+    from kvplan.analysis.plan import FailureCause, Verdict
+
+    return plan.model_copy(update={
+        "verdict": Verdict.DOES_NOT_FIT, "fits": False, "failure_cause": FailureCause.OTHER,
+        "error_type": "ValueError",
+        "error_message": f"No valid attention backend found for cuda with kv_cache_dtype="
+                         f"{kv_cache_dtype}. kvplan: {reason}",
+        "estimated_max_model_len": [], "capacity_log_line": None, "max_concurrency": None,
+        "kv_cache_size_tokens": None, "num_blocks": None, "total_max_concurrency": None})
 
 
 def budget_at(req: Request, res: Resolved) -> BudgetAt:

@@ -131,12 +131,15 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
             largest = min(result.estimated_max_model_len) if result.estimated_max_model_len else 0
             if limit is not None:
                 largest = min(largest, limit)
+            starts = ev.kv_refusal is None  # no backend for the KV dtype: no length fits
             rows.append(SweepRow(
                 gpu=ev.plan.gpu or gpu or "-", kv_cache_dtype=kv,
                 available_kv_bytes=ev.budget.available_kv_bytes_per_gpu,
-                budget_mode=ev.plan.budget_mode, largest_fitting_max_model_len=largest,
+                budget_mode=ev.plan.budget_mode,
+                largest_fitting_max_model_len=largest if starts else 0,
                 points=[SweepPoint(max_model_len=p.max_model_len,
-                                   fits=p.fits and (limit is None or p.max_model_len <= limit),
+                                   fits=starts and p.fits and (limit is None
+                                                               or p.max_model_len <= limit),
                                    needed_bytes=p.total_bytes_needed,
                                    max_concurrency=p.max_concurrency) for p in points],
                 error=None if result.grouping_error is None else result.grouping_error.message,
