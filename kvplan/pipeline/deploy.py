@@ -260,8 +260,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                                     res.draft, result, built, inp, draft_layers,
                                     budget_per_gpu_fixed=budget.mode is not BudgetMode.ESTIMATED)
         if budget.mode is BudgetMode.ESTIMATED:
+            from kvplan.analysis.explain import as_planned, changes_something
+
+            base_row = as_planned(result)
             explanation = explanation.model_copy(update={"what_ifs": [
-                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu, budget)]})
+                *explanation.what_ifs, *(w for w in _budget_what_ifs(req, res, gpu, budget)
+                                         if changes_something(w, base_row))]})
     if gpu is not None and gpu.is_amd:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
