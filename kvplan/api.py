@@ -188,7 +188,9 @@ class FitOptions(TypedDict, total=False):
     the GPU, KV dtype and parallel layout are searched)."""
 
     gpu: str | list[str] | None  # default: every catalogue GPU with a price
-    kv_cache_dtype: str | list[str]
+    vendor: str | list[str] | None  # "nvidia", "amd" (default: both)
+    # default auto,fp8,nvfp4 where the GPU runs them natively; named: dequantised paths too
+    kv_cache_dtype: str | list[str] | None
     max_gpus: int
     price: dict[str, float] | list[str] | None  # {"H100": 2.1} or ["H100=2.1"]
     prices: str | Path | None  # a file of GPU=USD lines or a JSON object
@@ -245,7 +247,7 @@ _FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_reques
                "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                "speculative_num_draft_tokens", "speculative_draft_kv_cache_dtype",
                "json_model_override_args")
-_FIT_SHARED = ("gpu", "kv_cache_dtype", "max_gpus", "price", "prices", "top",
+_FIT_SHARED = ("gpu", "vendor", "kv_cache_dtype", "max_gpus", "price", "prices", "top",
                "allow_long_max_model_len", "revision")
 # vLLM's --speculative-method → SGLang's --speculative-algorithm
 _SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "dflash": "DFLASH", "mtp": "NEXTN"}
@@ -633,6 +635,7 @@ def _engines(engine: str) -> tuple[str, ...]:
 def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
                 progress: Any, o: Mapping[str, Any]) -> FitResult:
     """fit()'s SGLang search: the shared options and SGLang's own."""
+    from kvplan.budget.hardware import parse_vendors
     from kvplan.pipeline.sglang_fit import search_sglang
 
     mml, auto = parse_max_model_len(max_model_len)
@@ -663,7 +666,7 @@ def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft
     return search_sglang(req, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                          kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
                          max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
-                         progress=progress)
+                         vendors=parse_vendors(o.get("vendor")), progress=progress)
 
 
 def _price_map(o: Mapping[str, Any]) -> dict[str, float]:
@@ -690,8 +693,9 @@ def _price_map(o: Mapping[str, Any]) -> dict[str, float]:
 def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
               progress: Any, o: Mapping[str, Any]) -> FitResult:
     """fit()'s vLLM search."""
+    from kvplan.budget.hardware import parse_vendors
     from kvplan.pipeline.deploy import Request
-    from kvplan.pipeline.fit import search
+    from kvplan.pipeline.fit import DEFAULT_KV_DTYPES, search
 
     mml, auto = parse_max_model_len(max_model_len)
     if auto or mml is None:
@@ -705,7 +709,7 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
     price_map = _price_map(o)
     spec = speculative_config(o.get("speculative_config"))
-    searched = {"kv_cache_dtype", "gpu"}  # per candidate
+    searched = {"kv_cache_dtype", "gpu", "vendor"}  # per candidate
     dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
     base = Request(model=model, deployment=dep, revision=o.get("revision"),
                    draft=draft or spec.get("model"), gpu_memory_utilization=util,
@@ -715,8 +719,10 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    given = o.get("kv_cache_dtype")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
-                  kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                  kv_dtypes=_names(given) if given is not None else DEFAULT_KV_DTYPES,
+                  kv_dtypes_given=given is not None, vendors=parse_vendors(o.get("vendor")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                   progress=progress)
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
+from kvplan.analysis.log_agreement import LogDisagreement
 from kvplan.analysis.serving import ServingCheck
 from kvplan.analysis.sglang_log_check import SglangLogCheck
 from kvplan.budget.kv_memory import KvBudget
@@ -142,6 +143,10 @@ class Plan(FrozenModel):
     provenance: dict[str, str] = Field(
         default_factory=dict, description="--serve / --from-log: where each given value came from "
         "(command line, serve line, log); the rest are defaults")
+    disagreements: list[LogDisagreement] = Field(
+        default_factory=list, description="--from-log: each figure the log states (verdict, "
+        "attention block size, KV needed, GPU KV cache size, blocks, concurrency) that this plan "
+        "does not reproduce, with both values and the likely reasons; each is also a warning")
     explanation: Explanation | None = None
     budget: KvBudget | None = None
     data_parallel_size: int = 1

@@ -165,18 +165,22 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
 
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.pipeline.batch import layer_entries, log_entry, request_from_entry, serve_options
-    from kvplan.pipeline.deploy import evaluate, log_notes
+    from kvplan.pipeline.deploy import log_notes
+    from kvplan.pipeline.log_check import evaluate_log, with_log_findings
 
     notes: list[str] = []
     layers: list[tuple[str, dict[str, Any]]] = []
     log = None
+    log_keys: list[str] = []
+    log_unmodelled: list[str] = []
     if from_log is not None:
         from kvplan.sources.vllm_log import parse_vllm_log
 
         if not from_log.is_file():
             raise InputError(f"log file {from_log} does not exist")
         log = parse_vllm_log(from_log.read_bytes())
-        entry, skipped, log_notes_ = log_entry(log)
+        entry, log_unmodelled, log_notes_ = log_entry(log)
+        log_keys = list(entry)
         layers.append(("log", entry))
         notes += log_notes_
     if serve is not None:
@@ -215,7 +219,7 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
     req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
     req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
     try:
-        ev = evaluate(req)
+        ev = evaluate_log(req, log, source)
     except (ConfigError, HubError) as exc:
         if source.get("model") != "log":
             raise
@@ -226,4 +230,7 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
     extra = notes + (log_notes(log, ev) if log is not None else [])
     plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
                                    "provenance": {k: source[k] for k in sorted(source)}})
+    if log is not None:  # every figure the log states that the plan does not reproduce: loud
+        plan = with_log_findings(plan, log, source=source, log_keys=log_keys,
+                                 unmodelled=log_unmodelled)
     raise typer.Exit(emit(plan, fmt, as_json))

@@ -39,9 +39,12 @@ def fit(
     concurrency: Annotated[int, Opt("--concurrency", help="concurrent requests of that length")],
     gpu: Annotated[str | None, Opt("--gpu", help="comma-separated catalogue names (default: "
                                    "every catalogue GPU with a price)")] = None,
-    kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype",
-                                       help="comma-separated; only those the GPU runs natively "
-                                            "are tried")] = "auto,fp8,nvfp4",
+    vendor: Annotated[str | None, Opt("--vendor", help="only these GPU vendors: nvidia, amd "
+                                      "(comma-separated)")] = None,
+    kv_cache_dtype: Annotated[str | None, Opt(
+        "--kv-cache-dtype", "--kv-dtype", help="comma-separated (default auto,fp8,nvfp4 where "
+        "the GPU runs them natively); named dtypes are also tried where vLLM serves them only "
+        "dequantised (fp8 on Ampere), marked so")] = None,
     max_gpus: Annotated[int, Opt("--max-gpus", help="at most this many GPUs (TP×PP×DP)")] = 8,
     price: Annotated[list[str] | None, Opt("--price", help="GPU=USD per GPU-hour; repeatable")
                      ] = None,
@@ -106,7 +109,8 @@ def fit(
     try:
         result = api.fit(
             model, max_model_len=max_model_len, concurrency=concurrency, draft=draft,
-            progress=progress, engine=",".join(engines), gpu=gpu, kv_cache_dtype=kv_cache_dtype,
+            progress=progress, engine=",".join(engines), gpu=gpu, vendor=vendor,
+            kv_cache_dtype=kv_cache_dtype,
             max_gpus=max_gpus, price=price, prices=prices, top=top, revision=revision,
             allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
             **vllm_opts, **sglang_options_dict(ev["sglang"]))  # type: ignore[arg-type]

@@ -3,28 +3,38 @@ workers would report them). Renders only."""
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from kvplan.output.report import SHORT_KIND
+from kvplan.output.tables import Column, print_table
+
+_SUPPORT_CELL = {"native": "native", "dequantised": "deq.", "refused": "-"}
 
 
-def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
-    table = Table(title="GPU catalogue (memory as the CUDA/HIP runtime reports it)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col in ("name", "arch", "memory", "fp8 KV", "nvfp4 KV", "USD/h"):
-        table.add_column(col, justify="right" if col in ("memory", "USD/h") else "left")
+def render_gpus(rows: list, console: Console, *, support: dict,  # type: ignore[type-arg]
+                vllm_version: str) -> None:
+    """The catalogue; the fp8 / nvfp4 KV columns are the support table at `vllm_version`
+    (`support`: GPU name → `kv_dtype_support.support_summary`)."""
+    columns = [Column("name", wrap=True, key=True, bare=True), Column("arch", wrap=True, drop=1),
+               Column("memory", "right"), Column("fp8 KV"), Column("nvfp4 KV"),
+               Column("USD/h", "right")]
+    cells: list[list[str | Text]] = []
     for g in rows:
         mem = f"{g.total_memory_bytes / 2**30:.2f} GiB" if g.total_memory_bytes else "unmeasured"
         if g.total_memory_nominal:
             mem += "*"
         price = "-" if g.usd_per_hour is None else f"{g.usd_per_hour:.2f}" + (
             "~" if (g.usd_per_hour_source or "").startswith("estimate") else "")
-        table.add_row(escape(g.name), escape(g.arch), mem, "yes" if g.supports_fp8_kv else "-",
-                      "yes" if g.supports_nvfp4_kv else "-", price)
-    console.print(table)
+        kv = support[g.name]
+        cells.append([g.name, g.arch, mem, _SUPPORT_CELL[kv["fp8"]["support"]],
+                      _SUPPORT_CELL[kv["nvfp4"]["support"]], price])
+    print_table(console, columns, cells, what="GPU",
+                title="GPU catalogue (memory as the CUDA/HIP runtime reports it)")
+    console.print(f"[dim]fp8 / nvfp4 KV in vLLM {vllm_version} (--vllm for another): native; "
+                  "deq. = served dequantised (no such hardware: memory as planned, no speed-up); "
+                  "- = no attention backend, vLLM fails at start-up. The paths: --json.[/]")
     console.print("[dim]* nominal: the vendor's capacity less the runtime reserve, not measured; "
                   "pass --gpu-memory with the runtime total (torch.cuda.mem_get_info()[1]).[/]")
     console.print("[dim]USD/h: typical on-demand price per GPU (~ = estimate); sources in "
@@ -47,14 +57,11 @@ def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:
         key = (r.kind, r.draft, r.heads_x_dim, r.window, r.dtype, r.backend, r.block_size_tokens,
                r.page_bytes_per_token)
         same.setdefault(key, []).append(r)
-    table = Table(title="Layers as vLLM's workers would report them (per TP rank)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col, just in (("#", "right"), ("n", "right"), ("kind", "left"), ("heads×dim", "right"),
-                      ("window", "right"), ("dtype", "left"), ("block", "right"),
-                      ("B/token", "right")):
-        short = col in ("#", "n", "kind", "window", "block")  # the rest may wrap, never cut
-        table.add_column(col, justify=just, no_wrap=short,  # type: ignore[arg-type]
-                         overflow="ellipsis" if short else "fold")
+    columns = [Column("#", "right", key=True, bare=True), Column("n", "right", key=True),
+               Column("kind", wrap=True, key=True, bare=True),
+               Column("heads×dim", "right", wrap=True), Column("window", "right"),
+               Column("dtype", wrap=True), Column("block", "right"), Column("B/token", "right")]
+    cells: list[list[str | Text]] = []
     legend = []
     for i, group in enumerate(same.values(), 1):
         r = group[0]
@@ -64,15 +71,17 @@ def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:
             num, den = per_tok.split("/")
             per_tok = f"≈{int(num) / int(den):.2f}"
         per_tok = per_tok.replace(" state", "/req")
-        table.add_row(str(i), str(len(group)),
+        cells.append([str(i), str(len(group)),
                       _LAYER_KIND.get(r.kind, r.kind) + (" (draft)" if r.draft else ""),
                       r.heads_x_dim.replace(" × ", "×"), f"{r.window:,}" if r.window else "-",
-                      escape(dtype.replace("/", "/ ")) + ("*" if quant else ""), f"{r.block_size_tokens:,}", per_tok)
+                      dtype.replace("/", "/ ") + ("*" if quant else ""),
+                      f"{r.block_size_tokens:,}", per_tok])
         extra = [x for x in (r.backend, quant.rstrip(")") and f"KV quant {quant.rstrip(')')}")
                  if x]
         legend.append(f"{i}: {escape(compact_layer_range([x.name for x in group]))}"
                       + (f" [dim]({escape(', '.join(extra))})[/]" if extra else ""))
-    console.print(table)
+    print_table(console, columns, cells, what="kind of layer",
+                title="Layers as vLLM's workers would report them (per TP rank)")
     for line in legend:
         console.print(line)
     console.print("[dim]n: layers with these numbers (their names above, by row) · heads×dim: KV "

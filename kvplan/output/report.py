@@ -3,14 +3,13 @@ table, JSON, markdown. Renders only; never computes a number."""
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from kvplan.analysis.plan import GroupRow, Plan, Verdict
 from kvplan.budget.kv_memory import TermComparison
+from kvplan.output.tables import Column, print_table
 
 
 def _b(n: int) -> str:
@@ -84,7 +83,7 @@ def _render_main(plan: Plan, console: Console) -> None:
         console.print(f"  [dim]= {budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
                       f"available for the KV cache {what}[/]")
     if budget is not None and budget.log_comparison:
-        console.print(_log_comparison_table(budget.log_comparison))
+        _log_comparison_table(budget.log_comparison, console)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for n in plan.notes:
@@ -94,18 +93,11 @@ def _render_main(plan: Plan, console: Console) -> None:
                       f"vLLM fails while grouping the layers: {escape(plan.error_type or '')}: "
                       f"{escape(plan.error_message or '(no message)')}")
         return
-    table = Table(title="KV cache groups: block demand of one request at max_model_len",
-                  title_justify="left", show_lines=False, pad_edge=False,
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    table.add_column("grp", justify="right", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("layers", justify="right", no_wrap=True)
-    table.add_column("block", justify="right", no_wrap=True)
-    table.add_column("page KiB", justify="right", no_wrap=True)
-    table.add_column("pad %", justify="right", no_wrap=True)
-    table.add_column("blk/req", justify="right", no_wrap=True)
-    table.add_column("GiB/req", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
+    columns = [Column("grp", "right", key=True), Column("kind", key=True, bare=True), Column("layers", "right"),
+               Column("block", "right"), Column("page KiB", "right", drop=2),
+               Column("pad %", "right", drop=3), Column("blk/req", "right"),
+               Column("GiB/req", "right", drop=1), Column("share", "right", drop=4)]
+    rows: list[list[str | Text]] = []
     legend: list[str] = []
     for ids, g, count in _collapse(plan):
         page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
@@ -116,13 +108,14 @@ def _render_main(plan: Plan, console: Console) -> None:
         pad_style = "red" if g.padding_pct >= 50 else ""
         per_group = f" ×{count}" if count > 1 else ""
         legend.append(f"{ids}: {escape(g.layers)}")
-        table.add_row(ids, kind, f"{g.num_layers}{per_group}",
-                      _b(g.block_size_tokens), page,
-                      Text(f"{g.padding_pct:.1f}", style=pad_style),
-                      _b(g.blocks_per_request * count),
-                      f"{g.bytes_per_request * count / 2**30:.2f}",
-                      f"{g.share_of_total_pct * count:.1f}%")
-    console.print(table)
+        rows.append([ids, kind, f"{g.num_layers}{per_group}",
+                     _b(g.block_size_tokens), page,
+                     Text(f"{g.padding_pct:.1f}", style=pad_style),
+                     _b(g.blocks_per_request * count),
+                     f"{g.bytes_per_request * count / 2**30:.2f}",
+                     f"{g.share_of_total_pct * count:.1f}%"])
+    print_table(console, columns, rows, pad_edge=False, what="group",
+                title="KV cache groups: block demand of one request at max_model_len")
     console.print("[dim]layers " + "  ·  ".join(legend) + "[/]")
     for w in plan.padding_layer_warnings:
         console.print(f"[dim]vLLM: {escape(w)}[/]")
@@ -189,32 +182,30 @@ def render_explanation(plan: Plan, console: Console) -> None:
         console.print(f"  {share:>6}  {escape(c.text)}")
     if not ex.what_ifs:
         return
-    table = Table(title="What if (each recomputed by the engine)", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    table.add_column("change", overflow="fold")
-    table.add_column("needed GiB", justify="right", no_wrap=True)
-    table.add_column("avail GiB", justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    columns = [Column("change", wrap=True, key=True, bare=True), Column("needed GiB", "right"),
+               Column("avail GiB", "right", drop=1), Column("verdict", wrap=True)]
+    rows: list[list[str | Text]] = []
     for w in ex.what_ifs:
         verdict = ("invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT")
         style = "green" if w.fits else ("yellow" if w.fits is None else "red")
         if w.note and w.fits is None:
             verdict += f": {w.note}"
-        table.add_row(escape(w.change), w.needed_gib or "-", w.available_gib or "-",
-                      Text(verdict, style=style))
-    console.print(table)
+        rows.append([w.change, w.needed_gib or "-", w.available_gib or "-",
+                     Text(verdict, style=style)])
+    print_table(console, columns, rows, title="What if (each recomputed by the engine)",
+                what="what-if")
 
 
-def _log_comparison_table(rows: tuple[TermComparison, ...]) -> Table:
+def _log_comparison_table(rows: tuple[TermComparison, ...], console: Console) -> None:
     """vLLM's logged memory terms beside kvplan's estimate of each."""
-    table = Table(title="memory per GPU: vLLM's log vs kvplan's estimate", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
-    for col in ("term", "logged GiB", "kvplan GiB", "kvplan − log"):
-        table.add_column(col, justify="left" if col == "term" else "right")
+    columns = [Column("term", wrap=True, key=True, bare=True), Column("logged GiB", "right"),
+               Column("kvplan GiB", "right"), Column("kvplan − log", "right", drop=1)]
+    cells: list[list[str | Text]] = []
     for r in rows:
         diff = "-" if r.difference_bytes is None else f"{r.difference_bytes / 2**30:+.2f}"
-        table.add_row(r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff)
-    return table
+        cells.append([r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff])
+    print_table(console, columns, cells, pad_edge=False, what="term",
+                title="memory per GPU: vLLM's log vs kvplan's estimate")
 
 
 def render_json(plan: Plan) -> str:
@@ -279,28 +270,29 @@ def render_markdown(plan: Plan) -> str:
 
 
 def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-def]
-    table = Table(title="kvplan ci", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
-                  collapse_padding=True)
-    for col, just in (("deployment", "left"), ("verdict", "left"), ("needed GiB", "right"),
-                      ("avail GiB", "right"), ("largest fit", "right"), ("concurrency", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    columns = [Column("deployment", wrap=True, key=True, bare=True), Column("verdict"),
+               Column("needed GiB", "right"), Column("avail GiB", "right", drop=2),
+               Column("largest fit", "right", drop=1), Column("concurrency", "right", drop=3)]
+    rows: list[list[str | Text]] = []
     for e in batch.entries:
         if e.plan is None:
-            table.add_row(escape(e.name), Text("INVALID", style="yellow"), "-", "-", "-", "-")
+            rows.append([e.name, Text("INVALID", style="yellow"), "-", "-", "-", "-"])
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
         conc = f"{p.max_concurrency:.2f}x" if p.max_concurrency is not None else "-"
-        table.add_row(escape(e.name), verdict, " / ".join(p.total_gib_needed) or "-",
-                      " / ".join(p.check_gib) or "-",
-                      f"{min(p.estimated_max_model_len):,}" if p.estimated_max_model_len else "-",
-                      conc)
-    console.print(table)
+        rows.append([e.name, verdict, " / ".join(p.total_gib_needed) or "-",
+                     " / ".join(p.check_gib) or "-",
+                     f"{min(p.estimated_max_model_len):,}" if p.estimated_max_model_len else "-",
+                     conc])
+    print_table(console, columns, rows, title="kvplan ci", what="deployment")
     for e in batch.entries:
-        if e.error:
+        if e.error:  # one line each, as the terminal wraps it (URLs and flags stay whole)
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
-                          + (f" — {escape(e.hint)}" if e.hint else ""))
+                          + (f" — {escape(e.hint)}" if e.hint else ""), soft_wrap=True)
         elif e.plan is not None and e.plan.weights_limit is not None:
-            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}")
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}",
+                          soft_wrap=True)
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:
-            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}")
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}",
+                          soft_wrap=True)

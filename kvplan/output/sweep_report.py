@@ -3,11 +3,13 @@ largest fitting length, and (`--plot`) a matplotlib chart. Renders only."""
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
+
+from kvplan.output.tables import Column, print_table, short_gpu_name
+
+_ENGINE = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 def _short_len(n: int) -> str:
@@ -23,47 +25,48 @@ def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-de
     fitting max_model_len per GPU × KV dtype (log scale)."""
     import math
 
-    table = Table(title=f"kvplan sweep: {escape(sweep.model)}"
-                  + (f" + {escape(sweep.draft)}" if sweep.draft else "")
-                  + " — max concurrency per max_model_len ('-' = does not fit)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+    title = (f"kvplan sweep: {sweep.model}" + (f" + {sweep.draft}" if sweep.draft else "")
+             + " — max concurrency per max_model_len ('-' = does not fit)")
     engines = any(getattr(r, "engine", "vllm") != "vllm" for r in sweep.rows)
-    if engines:
-        table.add_column("engine")
-    table.add_column("GPU")
-    table.add_column("KV")
-    table.add_column("KV GiB", justify="right")
-    table.add_column("largest fit", justify="right")
-    for n in sweep.lengths:
-        table.add_column(_short_len(n), justify="right")
+    columns = [Column("engine", key=True)] if engines else []
+    columns += [Column("GPU", wrap=True, key=True, bare=True), Column("KV", key=True, bare=True),
+                Column("KV GiB", "right", drop=2), Column("largest fit", "right", drop=1)]
+    columns += [Column(_short_len(n), "right") for n in sweep.lengths]
+    rows: list[list[str | Text]] = []
     for r in sweep.rows:
-        who = ({"vllm": "vLLM", "sglang": "SGLang"}.get(r.engine, r.engine),) if engines else ()
+        who = [_ENGINE.get(r.engine, r.engine)] if engines else []
+        name = short_gpu_name(r.gpu)
         if r.error and not r.points:
-            table.add_row(*who, escape(r.gpu), r.kv_cache_dtype, "-", "-",
-                          *([Text("error", style="yellow")] * len(sweep.lengths)))
+            rows.append([*who, name, r.kv_cache_dtype, "-", "-",
+                         *([Text("error", style="yellow")] * len(sweep.lengths))])
             continue
         cells = {p.max_model_len: (f"{p.max_concurrency:.1f}x" if p.fits else "-")
                  for p in r.points}
-        table.add_row(*who, escape(r.gpu), r.kv_cache_dtype,
-                      f"{(r.available_kv_bytes or 0) / 2**30:.1f}",
-                      f"{r.largest_fitting_max_model_len or 0:,}",
-                      *[cells.get(n, "?") for n in sweep.lengths])
-    console.print(table)
+        rows.append([*who, name, r.kv_cache_dtype, f"{(r.available_kv_bytes or 0) / 2**30:.1f}",
+                     f"{r.largest_fitting_max_model_len or 0:,}",
+                     *[cells.get(n, "?") for n in sweep.lengths]])
+    print_table(console, columns, rows, title=title, what="GPU × KV dtype")
     for r in sweep.rows:
         if r.error:
-            console.print(f"[yellow]{escape(r.gpu)} {r.kv_cache_dtype}:[/] {escape(r.error)}")
-        for w in r.warnings:
-            console.print(f"[yellow]warning:[/] {escape(w)}")
+            console.print(f"[yellow]{escape(short_gpu_name(r.gpu))} {r.kv_cache_dtype}:[/] "
+                          f"{escape(r.error)}")
+    for w in sweep.warnings:  # each once, with the rows it applies to
+        where = "" if w.every_row else (
+            f" [dim](for {escape(', '.join(short_gpu_name(x) for x in w.applies_to))})[/]")
+        console.print(f"[yellow]warning:[/] {escape(w.text)}{where}")
     top = max(sweep.lengths)
-    width = 40
+    labels = [(f"{r.engine:<6} " if engines else "") + f"{short_gpu_name(r.gpu)}  {r.kv_cache_dtype}"
+              for r in sweep.rows]
+    label_width = max((len(x) for x in labels), default=0)
+    # the bars take what the labels and the value (at most "none" / "512k" / "1,234,567") leave
+    width = max(10, min(40, console.width - 2 - label_width - 1 - 1 - 9))
     console.print("[bold]largest max_model_len that fits[/] (log scale, up to "
                   f"{_short_len(top)})")
-    for r in sweep.rows:
+    for r, label in zip(sweep.rows, labels, strict=True):
         v = r.largest_fitting_max_model_len or 0
         frac = math.log2(v) / math.log2(top) if v > 1 else 0.0
         bar = "█" * max(0, round(frac * width))
-        label = (f"{r.engine:<6} " if engines else "") + f"{r.gpu[:24]:<24} {r.kv_cache_dtype:<9}"
-        console.print(f"  {escape(label)} {bar} {_short_len(v) if v else 'none'}")
+        console.print(f"  {escape(label):<{label_width}} {bar} {_short_len(v) if v else 'none'}")
     console.print(f"[dim]{sweep.plans_evaluated:,} plans evaluated[/]")
 
 

@@ -106,7 +106,21 @@ def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
                          "kvplan has (pass --vllm to choose)")
     if "kv_cache_memory" not in entry and log.limiting_available_kv_cache_gib is not None:
         entry["available_kv_gib"] = log.limiting_available_kv_cache_gib
+    elif "kv_cache_memory" not in entry and (gib := capacity_error_budget_gib(log)) is not None:
+        entry["available_kv_gib"] = gib
+        notes.append(f"the log's only KV memory figure is its capacity error's 'available KV "
+                     f"cache memory ({gib} GiB)': planned as the budget (that figure is after "
+                     "vLLM's null block; kvplan adds the block back)")
     return entry, skipped, notes
+
+
+def capacity_error_budget_gib(log: Any) -> float | None:
+    """The capacity error's "available KV cache memory (X GiB)" when the log has no other KV
+    memory line (PP workers whose lines were not captured, a pasted traceback): X, else None."""
+    err = log.capacity_error
+    if log.limiting_available_kv_cache_gib is not None or err is None:
+        return None
+    return err.available_gib  # type: ignore[no-any-return]
 
 
 def layer_entries(layers: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, str]]:

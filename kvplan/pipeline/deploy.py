@@ -201,7 +201,8 @@ class Evaluation:
     built: BuildResult
     budget: KvBudget
     planner_input: PlannerInput
-    dtype_warnings: tuple[str, ...] = ()  # the GPU cannot run a KV dtype natively (vLLM's gates)
+    dtype_warnings: tuple[str, ...] = ()  # the GPU serves a KV dtype dequantised, or refuses it
+    kv_refusal: str | None = None  # no attention backend takes the KV dtype: vLLM does not start
 
 
 def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
@@ -225,19 +226,9 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                          "(vLLM asserts 'DCP not support sliding window.')",
                          hint="drop --decode-context-parallel-size for this model")
     built = build(res.target, dep, res.draft)
-    # the GPU's KV-dtype gates come first: a refusal needs no budget and no plan
-    gates: list[str] = []
-    if gpu is not None:
-        from kvplan.budget import hardware
-        for dt in dict.fromkeys((built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype)):
-            reason = hardware.check_kv_dtype_supported(
-                gpu, dt, vllm_version=built.planner_input.vllm_version,
-                use_mla=res.target.use_mla)
-            if reason and (sm is None or sm < 80):
-                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
-                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
-            if reason:
-                gates.append(reason)
+    # the GPU's KV-dtype gates come first (budget.kv_dtype_support: one table for check, gpus,
+    # fit and sweep): dequantised is a warning, refused a plan that does not fit
+    gates, kv_refusal = kv_dtype_gates(gpu, sm, built, use_mla=res.target.use_mla)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
     # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
@@ -269,8 +260,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                                     res.draft, result, built, inp, draft_layers,
                                     budget_per_gpu_fixed=budget.mode is not BudgetMode.ESTIMATED)
         if budget.mode is BudgetMode.ESTIMATED:
+            from kvplan.analysis.explain import as_planned, changes_something
+
+            base_row = as_planned(result)
             explanation = explanation.model_copy(update={"what_ifs": [
-                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu, budget)]})
+                *explanation.what_ifs, *(w for w in _budget_what_ifs(req, res, gpu, budget)
+                                         if changes_something(w, base_row))]})
     if gpu is not None and gpu.is_amd:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
@@ -278,7 +273,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     budget_notes = [w for w in budget.warnings if limit is None or w != NO_KV_MEMORY_WARNING]
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget_notes,
              *([budget_warning] if budget_warning else [])]
-    notes += gates
+    notes += [g for g in gates if g != kv_refusal]
     the_plan = build_plan(
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
@@ -286,8 +281,52 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size, weights_limit=limit)
+    if kv_refusal is not None:
+        the_plan = refused_kv_dtype(the_plan, built.kv_cache_dtype, kv_refusal)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
-                      dtype_warnings=tuple(gates))
+                      dtype_warnings=tuple(gates), kv_refusal=kv_refusal)
+
+
+def kv_dtype_gates(gpu: Any, sm: int | None, built: BuildResult, *,
+                   use_mla: bool) -> tuple[list[str], str | None]:
+    """(warnings, the refusal or None) of the KV dtypes `built` uses on `gpu`, from the support
+    table: a dequantised path is a warning, no backend at all is a refusal (vLLM fails at
+    start-up). Below Ampere no release has a kernel: an error, nothing to plan."""
+    if gpu is None:
+        return [], None
+    from kvplan.budget import kv_dtype_support as kvs
+
+    version = built.planner_input.vllm_version
+    gates: list[str] = []
+    refusal = None
+    for dt in dict.fromkeys((built.kv_cache_dtype,
+                             built.draft_kv_cache_dtype or built.kv_cache_dtype)):
+        reason = kvs.check_kv_dtype_supported(gpu, dt, vllm_version=version, use_mla=use_mla)
+        if reason and (sm is None or sm < 80):
+            raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
+        if reason:
+            refusal = refusal or reason
+            gates.append(reason)
+            continue
+        answer = kvs.kv_dtype_support(gpu, dt, kvs.release(version), use_mla=use_mla)
+        if answer is not None and answer.support is kvs.KvSupport.DEQUANTISED:
+            gates.append(answer.text)
+    return gates, refusal
+
+
+def refused_kv_dtype(plan: Plan, kv_cache_dtype: str, reason: str) -> Plan:
+    """A plan whose KV dtype no attention backend takes on its GPU: vLLM does not start
+    (`CudaPlatform.get_attn_backend_cls` raises when every backend is invalid; its message then
+    lists each backend's reason, summed up here by kvplan's)."""
+    from kvplan.analysis.plan import FailureCause, Verdict
+
+    return plan.model_copy(update={
+        "verdict": Verdict.DOES_NOT_FIT, "fits": False, "failure_cause": FailureCause.OTHER,
+        "error_type": "ValueError",
+        "error_message": f"No valid attention backend found for cuda with kv_cache_dtype="
+                         f"{kv_cache_dtype}. kvplan: {reason}",
+        "estimated_max_model_len": [], "capacity_log_line": None, "max_concurrency": None,
+        "kv_cache_size_tokens": None, "num_blocks": None, "total_max_concurrency": None})
 
 
 def budget_at(req: Request, res: Resolved) -> BudgetAt:
@@ -442,11 +481,11 @@ def log_notes(log: Any, ev: Evaluation) -> list[str]:
                      + " (the budget planned here)")
     err = log.capacity_error
     p = ev.plan
-    if err is not None and err.needed_gib is not None:
-        ours = max(p.total_gib_needed, default="?")
-        same = "matches" if str(err.needed_gib) == ours else "differs from"
+    if err is not None and err.needed_gib is not None and any(
+            abs(float(x) - err.needed_gib) <= 0.0051 for x in p.total_gib_needed):
+        # a figure that differs is a warning (analysis.log_agreement), not a note
         notes.append(f"log: vLLM needed {err.needed_gib} GiB vs {err.available_gib} GiB; kvplan's "
-                     f"{ours} GiB {same} it")
+                     f"{max(p.total_gib_needed)} GiB matches it")
     if log.kv_cache_size_tokens and p.kv_cache_size_tokens is not None:
         notes.append(f"log: GPU KV cache size {log.kv_cache_size_tokens[0]:,} tokens; kvplan "
                      f"computes {p.kv_cache_size_tokens:,}")

@@ -30,6 +30,10 @@ class FitTarget(_Frozen):
                                        description="the SGLang release profile planned")
     gpus: list[str]
     kv_cache_dtypes: list[str]
+    kv_cache_dtypes_given: bool = Field(
+        default=False, description="--kv-cache-dtype was given: dtypes a GPU serves only "
+                                   "dequantised are tried too (marked); else native ones only")
+    vendors: list[str] = Field(default_factory=list, description="--vendor filter (empty: all)")
     max_gpus: int
 
 
@@ -53,7 +57,12 @@ class FitCandidate(_Frozen):
     usd_per_hour: float | None = Field(description="all GPUs; None when the GPU has no price")
     usd_per_gpu_hour: float | None
     price_source: str | None
-    total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not measured")
+    total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not "
+                                       "measured: ranked on that estimate")
+    kv_cache_dequantised: bool = Field(
+        default=False, description="the GPU has no hardware for this KV dtype: vLLM serves it "
+                                   "dequantised (e.g. fp8 on Ampere through FlashInfer); memory "
+                                   "as planned, attention no faster than bfloat16")
     vllm_serve: str | None = Field(default=None, description="the `vllm serve` line (vLLM)")
     sglang_launch: str | None = Field(
         default=None, description="the `python -m sglang.launch_server` line (SGLang)")
@@ -90,6 +99,9 @@ class FitSkip(_Frozen):
     gpu: str
     kv_cache_dtype: str | None = Field(default=None,
                                        description="set when the KV dtype gate refused it")
+    support: str | None = Field(default=None, description="the KV dtype's support on this GPU "
+                                "and release (budget.kv_dtype_support): 'refused' (no backend), "
+                                "'dequantised' (not tried unless --kv-cache-dtype names it)")
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     reason: str
@@ -110,6 +122,10 @@ class FitResult(_Frozen):
         default_factory=dict, description="GPU → the fewest GPUs (TP×PP) whose share of the "
                                           "weights leaves KV memory, for the GPU types where no "
                                           "shape within --max-gpus did (raise --max-gpus)")
+    refusal: str | None = Field(
+        default=None, description="vLLM refuses the model itself at this target before any "
+                                  "deployment matters (e.g. max_model_len above the derived "
+                                  "maximum): said once, nothing searched")
     planned: int = Field(description="replica shapes planned by the engine")
     pruned: int = Field(description="shapes not planned: they cannot beat the ones found")
 

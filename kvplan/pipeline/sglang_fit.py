@@ -61,7 +61,8 @@ def _check_line(req: SglangRequest, gpu: str, dp: int) -> str:
 def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
                   gpus: Sequence[str] | None = None, kv_dtypes: Sequence[str] = ("auto",),
                   max_gpus: int = 8, prices: Mapping[str, float] | None = None, top: int = 5,
-                  prune: bool = True, inputs: SglangInputs | None = None,
+                  vendors: Sequence[str] = (), prune: bool = True,
+                  inputs: SglangInputs | None = None,
                   progress: Callable[[int, int], None] | None = None) -> FitResult:
     """Plan every SGLang replica shape, cheapest first; keep those that meet the target."""
     if concurrency < 1:
@@ -71,9 +72,10 @@ def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
     dtypes = list(dict.fromkeys(SGLANG_KV_DTYPES.get(d.strip().lower(), d.strip().lower())
                                 for d in kv_dtypes))
     prices = dict(prices or {})
-    gpu_rows = candidate_gpus(gpus, prices)
+    gpu_rows = candidate_gpus(gpus, prices, vendors)
     if not gpu_rows:
-        raise InputError("no GPU to search", hint="name some with --gpu H100,B200 or give "
+        raise InputError("no GPU to search" + (f" from {', '.join(vendors)}" if vendors else ""),
+                         hint="name some with --gpu H100,B200 or give "
                                                   "prices with --price GPU=USD")
     base = replace(base, deployment=base.deployment.model_copy(
         update={"context_length": max_model_len, "dp_size": 1}))
@@ -259,5 +261,7 @@ def merge_fits(results: Sequence[FitResult], *, top: int) -> FitResult:
                      skipped=[s for r in results for s in r.skipped],
                      weights_need_more_gpus=more if not found else {},
                      planned=sum(r.planned for r in results),
-                     pruned=sum(r.pruned for r in results))
+                     pruned=sum(r.pruned for r in results),
+                     # a model-level refusal speaks for the ranking only when every engine refused
+                     refusal=(results[0].refusal if all(r.refusal for r in results) else None))
 
