@@ -31,7 +31,7 @@ fuzz: install
 
 schema: install
 	$(BIN)/python -m kvplan.analysis.plan > docs/plan.schema.json
-	$(BIN)/python -m kvplan.pipeline.fit > docs/fit.schema.json
+	$(BIN)/python -m kvplan.pipeline.fit_result > docs/fit.schema.json
 
 # the wheel in a fresh virtualenv (not editable): CLI, `python -m kvplan`, package data, API
 wheel-check: install

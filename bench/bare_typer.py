@@ -9,7 +9,7 @@ import typing
 
 import typer
 
-from kvplan.cli import check
+from kvplan.cli.check import check
 
 hints = typing.get_type_hints(inspect.unwrap(check), include_extras=True)
 params = [p.replace(annotation=hints[p.name])

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from kvplan.engine.planner import PlannerInput, plan
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.engines.vllm.planner import PlannerInput, plan
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
 from kvplan.sources.specfile import load_spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +130,58 @@ def compile_bytecode() -> None:
     compileall.compile_dir(str(ROOT / "kvplan"), quiet=1)
 
 
+def engine_rows() -> list[tuple[str, str, str]]:
+    """An SGLang plan against a vLLM plan of the same model and GPU: the engine alone (vLLM's
+    build + planner vs SGLang's server args + pool configurator, from the same description and
+    memory), and the whole `kvplan.check` (configs, weights, budget, plan)."""
+    from dataclasses import replace
+
+    import kvplan
+    from kvplan.engines.sglang import (
+        Platform,
+        ProfiledMemory,
+        SglangDeployment,
+        SglangGpu,
+        plan_sglang,
+    )
+    from kvplan.engines.vllm.build import Deployment, build
+    from kvplan.models import describe_model
+
+    out = []
+    h100 = SglangGpu(total_memory_mib=81559, platform=Platform.SM90)
+    dep = Deployment(sm=90, gpu_name="NVIDIA H100 SXM 80GB", gpu_total_memory_bytes=85045477376)
+    for label, folder, (pre, post) in (("Llama-3.1-8B", LLAMA, (78.45, 63.49)),
+                                       ("Qwen3.5-27B (GDN hybrid)", QWEN, (78.45, 27.5))):
+        desc = describe_model(json.loads((folder / "config.json").read_text()), source=str(folder))
+        memory = ProfiledMemory(pre_model_load_gib=pre, available_gib=(post,))
+
+        def vllm_plan() -> None:
+            inp = build(desc, dep).planner_input  # noqa: B023
+            plan(replace(inp, available_kv_bytes=(int(post * 0.8 * 2**30),)  # noqa: B023
+                         * len(inp.worker_specs)))
+
+        def sglang_plan() -> None:
+            plan_sglang(desc, SglangDeployment(), gpu=h100, memory=memory)  # noqa: B023
+
+        tv, _ = timeit(vllm_plan)
+        ts, _ = timeit(sglang_plan)
+        out.append((f"engine: vLLM build + plan, {label}, H100", f"{tv * 1e3:.3f} ms",
+                    f"{1 / tv:,.0f} plans/s"))
+        out.append((f"engine: SGLang plan_sglang, {label}, H100", f"{ts * 1e3:.3f} ms",
+                    f"{1 / ts:,.0f} plans/s; {ts / tv:.2f}× vLLM's"))
+        tv, _ = timeit(lambda: kvplan.check(str(folder), gpu="H100"))  # noqa: B023
+        ts, _ = timeit(lambda: kvplan.check(str(folder), engine="sglang", gpu="H100"))  # noqa: B023
+        out.append((f"kvplan.check, {label}, H100: vLLM", f"{tv * 1e3:.2f} ms",
+                    f"{1 / tv:,.0f} checks/s"))
+        out.append((f"kvplan.check, {label}, H100: SGLang", f"{ts * 1e3:.2f} ms",
+                    f"{1 / ts:,.0f} checks/s; {ts / tv:.2f}× vLLM's"))
+    sg = cold_start(["check", str(LLAMA), "--gpu", "H100", "--engine", "sglang", "--json"])
+    vl = cold_start(["check", str(LLAMA), "--gpu", "H100", "--json"])
+    out.append(("cold start: kvplan check <Llama-3.1-8B> --gpu H100 --engine sglang --json",
+                f"{sg * 1e3:.0f} ms", f"median of 7; vLLM's: {vl * 1e3:.0f} ms"))
+    return out
+
+
 def main() -> None:
     compile_bytecode()
     inp = hybrid_100_layers()
@@ -145,7 +197,7 @@ def main() -> None:
     t, n = timeit(lambda: plan(seed))
     rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
     # a sweep: 3 GPUs × 3 KV dtypes × 2,000 lengths, configs read once, grouping reused
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.sweep import run_sweep
 
@@ -173,6 +225,7 @@ def main() -> None:
     dt = time.perf_counter() - t
     rows.append((f"fit: the same, pruned ({pruned.planned} planned, {pruned.pruned} skipped)",
                  f"{dt:.2f} s", f"{pruned.planned / dt:,.0f} fit candidates planned/s"))
+    rows += engine_rows()
     rows.append(("cold start: kvplan --help", f"{cold_start(['--help']) * 1e3:.0f} ms", "median of 7"))
     rows.append(("cold start: kvplan check --specs seed --json",
                  f"{cold_start(['check', '--specs', str(SEED), '--json']) * 1e3:.0f} ms", "median of 7"))

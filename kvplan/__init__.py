@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from kvplan.analysis.engine_comparison import EngineComparison
     from kvplan.analysis.plan import Plan
-    from kvplan.api import check, check_specs, fit, sweep
+    from kvplan.api import check, check_specs, compare, fit, sweep
     from kvplan.errors import (
         ConfigError,
         HubError,
@@ -23,18 +24,21 @@ if TYPE_CHECKING:
         OptionError,
         UnsupportedError,
     )
-    from kvplan.pipeline.fit import FitResult
+    from kvplan.pipeline.fit_result import FitResult
     from kvplan.pipeline.sweep import Sweep
 
 # public name → the module that defines it
 _LAZY = {"check": "kvplan.api", "check_specs": "kvplan.api", "sweep": "kvplan.api",
-         "fit": "kvplan.api", "Plan": "kvplan.analysis.plan", "Sweep": "kvplan.pipeline.sweep",
-         "FitResult": "kvplan.pipeline.fit",
+         "fit": "kvplan.api", "compare": "kvplan.api",
+         "EngineComparison": "kvplan.analysis.engine_comparison", "Plan": "kvplan.analysis.plan",
+         "Sweep": "kvplan.pipeline.sweep",
+         "FitResult": "kvplan.pipeline.fit_result",
          **{e: "kvplan.errors" for e in ("KvplanError", "InputError", "OptionError", "ConfigError",
                                           "UnsupportedError", "HubError")}}
 
-__all__ = ["ConfigError", "FitResult", "HubError", "InputError", "KvplanError", "OptionError", "Plan",
-           "Sweep", "UnsupportedError", "__version__", "check", "check_specs", "fit", "sweep"]
+__all__ = ["ConfigError", "EngineComparison", "FitResult", "HubError", "InputError", "KvplanError",
+           "OptionError", "Plan", "Sweep", "UnsupportedError", "__version__", "check", "check_specs",
+           "compare", "fit", "sweep"]
 
 
 def __getattr__(name: str) -> Any:

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from kvplan.errors import InputError, OptionError
 
 if TYPE_CHECKING:
+    from kvplan.analysis.engine_comparison import EngineComparison
     from kvplan.analysis.plan import Plan
-    from kvplan.models.build import Deployment
-    from kvplan.pipeline.fit import FitResult
+    from kvplan.engines.vllm.build import Deployment
+    from kvplan.pipeline.fit_result import FitResult
     from kvplan.pipeline.sweep import Sweep
 
-__all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs", "fit",
-           "sweep"]
+__all__ = ["CheckOptions", "FitOptions", "SpecsOptions", "SweepOptions", "check", "check_specs",
+           "compare", "fit", "sweep"]
 
 
 class CheckOptions(TypedDict, total=False):
@@ -70,6 +71,62 @@ class CheckOptions(TypedDict, total=False):
     vllm: str | None
     with_fix: bool
     explain: bool
+    # engine="sglang": SGLang's own flags (python -m sglang.launch_server), snake_case; the
+    # parallel sizes and the context length may also be given by the vLLM names above
+    sglang: str | None  # the SGLang release profile (default: the newest modelled)
+    tp_size: int
+    pp_size: int
+    dp_size: int
+    enable_dp_attention: bool
+    mem_fraction_static: float | None
+    max_total_tokens: int | None
+    context_length: int | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    cuda_graph_max_bs: int | None  # --cuda-graph-max-bs-decode
+    swa_full_tokens_ratio: float | None
+    disable_radix_cache: bool
+    mamba_full_memory_ratio: float | None
+    max_mamba_cache_size: int | None
+    speculative_algorithm: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+    speculative_draft_kv_cache_dtype: str | None
+    pre_model_load_gib: float | None  # SGLang's logged "Load weight begin. avail mem=X GB"
+    post_load_gib: float | None  # SGLang's logged "Load weight end. … avail mem=Y GB"
+    max_prefill_tokens: int | None
+    disable_cuda_graph: bool
+    disable_overlap_schedule: bool
+    speculative_draft_model_path: str | None  # SGLang's name for the draft (same as draft=)
+    json_model_override_args: dict[str, Any] | str | None  # SGLang's name for hf_overrides
+    concurrency: int  # engine="sglang": requests of the context length to hold at once
+
+
+# options only vLLM reads: refused with engine="sglang" (the SGLang flag to use, if any)
+_VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method":
+              "speculative_algorithm", "num_speculative_tokens": "speculative_num_draft_tokens",
+              "draft_kv_cache_dtype": "speculative_draft_kv_cache_dtype",
+              "max_num_batched_tokens": "chunked_prefill_size",
+              "max_num_seqs": "max_running_requests", "block_size": "page_size",
+              "gpu_memory_utilization": "mem_fraction_static", "available_kv_gib":
+              "pre_model_load_gib", "draft_block_size": None, "decode_context_parallel_size": None,
+              "draft_tensor_parallel_size": None, "pp_layer_partition": None,
+              "enable_prefix_caching": "disable_radix_cache", "mamba_cache_dtype": None,
+              "mamba_ssm_cache_dtype": None, "num_gpu_blocks_override": None, "runner": None,
+              "convert": None, "dtype": None, "allow_long_max_model_len": None,
+              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None}
+# options only SGLang reads: refused with engine="vllm"
+_SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
+                "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
+                "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs",
+                "swa_full_tokens_ratio", "disable_radix_cache", "mamba_full_memory_ratio",
+                "max_mamba_cache_size", "speculative_algorithm", "speculative_num_steps",
+                "speculative_eagle_topk", "speculative_num_draft_tokens",
+                "speculative_draft_kv_cache_dtype", "pre_model_load_gib", "post_load_gib",
+                "max_prefill_tokens", "disable_cuda_graph", "disable_overlap_schedule",
+                "speculative_draft_model_path", "json_model_override_args", "concurrency")
 
 
 class SpecsOptions(TypedDict, total=False):
@@ -101,6 +158,31 @@ class SweepOptions(TypedDict, total=False):
     kv_cache_memory: int | str | None
     vllm: str | None
     with_fix: bool
+    # engine="sglang" (or "vllm,sglang"): SGLang's own flags
+    sglang: str | None
+    tp_size: int
+    mem_fraction_static: float | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    disable_radix_cache: bool
+    swa_full_tokens_ratio: float | None
+    mamba_full_memory_ratio: float | None
+    speculative_algorithm: str | None
+    speculative_draft_model_path: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+
+
+_SWEEP_SGLANG = ("sglang", "tp_size", "mem_fraction_static", "page_size", "max_running_requests",
+                 "chunked_prefill_size", "disable_radix_cache", "swa_full_tokens_ratio",
+                 "mamba_full_memory_ratio", "speculative_algorithm",
+                 "speculative_draft_model_path", "speculative_num_steps",
+                 "speculative_eagle_topk", "speculative_num_draft_tokens")
+_SWEEP_VLLM = ("allow_long_max_model_len", "speculative_method", "num_speculative_tokens",
+               "draft_kv_cache_dtype", "max_num_batched_tokens", "gpu_memory_utilization",
+               "vllm", "with_fix")
 
 
 class FitOptions(TypedDict, total=False):
@@ -108,7 +190,9 @@ class FitOptions(TypedDict, total=False):
     the GPU, KV dtype and parallel layout are searched)."""
 
     gpu: str | list[str] | None  # default: every catalogue GPU with a price
-    kv_cache_dtype: str | list[str]
+    vendor: str | list[str] | None  # "nvidia", "amd" (default: both)
+    # default auto,fp8,nvfp4 where the GPU runs them natively; named: dequantised paths too
+    kv_cache_dtype: str | list[str] | None
     max_gpus: int
     price: dict[str, float] | list[str] | None  # {"H100": 2.1} or ["H100=2.1"]
     prices: str | Path | None  # a file of GPU=USD lines or a JSON object
@@ -135,17 +219,62 @@ class FitOptions(TypedDict, total=False):
     hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
+    # engine="sglang" (or "vllm,sglang"): SGLang's own flags for its deployments
+    sglang: str | None
+    mem_fraction_static: float | None
+    page_size: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    cuda_graph_max_bs: int | None
+    disable_cuda_graph: bool
+    swa_full_tokens_ratio: float | None
+    disable_radix_cache: bool
+    disable_overlap_schedule: bool
+    mamba_full_memory_ratio: float | None
+    max_mamba_cache_size: int | None
+    speculative_algorithm: str | None
+    speculative_draft_model_path: str | None
+    speculative_num_steps: int | None
+    speculative_eagle_topk: int | None
+    speculative_num_draft_tokens: int | None
+    speculative_draft_kv_cache_dtype: str | None
+    json_model_override_args: dict[str, Any] | str | None
 
-def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOptions]) -> Plan:
+
+# fit's SGLang options (the rest of FitOptions are vLLM's, or shared)
+_FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_requests",
+               "chunked_prefill_size", "cuda_graph_max_bs", "disable_cuda_graph",
+               "swa_full_tokens_ratio", "disable_radix_cache", "disable_overlap_schedule",
+               "mamba_full_memory_ratio", "max_mamba_cache_size", "speculative_algorithm",
+               "speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
+               "speculative_num_draft_tokens", "speculative_draft_kv_cache_dtype",
+               "json_model_override_args")
+_FIT_SHARED = ("gpu", "vendor", "kv_cache_dtype", "max_gpus", "price", "prices", "top",
+               "allow_long_max_model_len", "revision")
+# vLLM's --speculative-method → SGLang's --speculative-algorithm
+_SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "dflash": "DFLASH", "mtp": "NEXTN"}
+
+def check(model: str, *, draft: str | None = None, engine: str = "vllm",
+          **options: Unpack[CheckOptions]) -> Plan:
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
     Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
     input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    `engine="sglang"` plans SGLang's KV pool sizing instead of vLLM's (`plan.sglang`), with
+    SGLang's own flags (`mem_fraction_static`, `max_total_tokens`, `context_length`, ...).
     """
     o = _options(options, CheckOptions, "check")
     _need_str(model, "model")
     if draft is not None:
         _need_str(draft, "draft")
+    if engine not in ("vllm", "sglang"):
+        raise OptionError(f"check() engine must be 'vllm' or 'sglang', got {engine!r}")
+    if engine == "sglang":
+        return _check_sglang(model, draft, o)
+    given = [k for k in _SGLANG_ONLY if k in o]
+    if given:
+        raise OptionError(f"check() option {given[0]} is an SGLang flag",
+                          hint="pass engine='sglang', or use the vLLM option")
     from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
@@ -172,8 +301,138 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     return evaluate(req).plan
 
 
+def sglang_deployment(o: Mapping[str, Any]) -> Any:
+    from kvplan.pipeline.sglang_options import sglang_deployment as build
+
+    return build(o)
+
+
+def sglang_request(model: str, draft: str | None, o: Mapping[str, Any], dep: Any) -> Any:
+    from kvplan.pipeline.sglang_options import sglang_request as build
+
+    return build(model, draft, o, dep)
+
+
+def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:
+    """kvplan.check(..., engine="sglang"): SGLang's flags → SglangDeployment → the SGLang plan."""
+    from kvplan.pipeline.sglang import evaluate_sglang
+
+    for name, instead in _VLLM_ONLY.items():
+        if name in o:
+            raise OptionError(f"check() option {name} is a vLLM flag; engine='sglang' does not "
+                              "read it", hint=f"use {instead}" if instead else
+                              "drop it for engine='sglang'")
+    return evaluate_sglang(sglang_request(model, draft, o, sglang_deployment(o)))
+
+
+# vLLM's --kv-cache-dtype names → SGLang's (a side-by-side plan asks both for the same cache)
+_SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+                    "bfloat16": "bfloat16", "bf16": "bfloat16", "auto": "auto",
+                    "nvfp4": "nvfp4", "mxfp8": "mxfp8"}
+_VLLM_KV_DTYPE = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bfloat16",
+                  "bfloat16": "bfloat16", "auto": "auto", "nvfp4": "nvfp4", "fp8": "fp8"}
+
+
+def compare(model: str, *, draft: str | None = None,
+            **options: Unpack[CheckOptions]) -> EngineComparison:
+    """`model` planned by vLLM and by SGLang for the same GPU and context length, side by side.
+
+    Options are check()'s: each engine reads its own flags (vLLM's `gpu_memory_utilization`,
+    SGLang's `mem_fraction_static`, …) and the shared ones (`gpu`, `kv_cache_dtype` — vLLM's
+    `fp8` is SGLang's `fp8_e4m3` —, the parallel sizes, `kv_cache_memory`). The context length
+    is `max_model_len` or `context_length` (one of them; default: vLLM's, from the config).
+    Returns what `kvplan check --engine vllm,sglang --json` prints.
+    """
+    o = _options(options, CheckOptions, "compare")
+    _need_str(model, "model")
+    concurrency = o.pop("concurrency", 1)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    from kvplan.analysis.engine_comparison import compare_plans
+    from kvplan.analysis.serving import vllm_serving
+    from kvplan.pipeline.sglang import sglang_launch_line
+
+    length = o.pop("context_length", None)
+    mml = o.pop("max_model_len", None)
+    if length is not None and mml is not None and \
+            parse_max_model_len(length)[0] != parse_max_model_len(mml)[0]:
+        raise InputError("--max-model-len and --context-length differ; a side-by-side plan "
+                         "asks both engines for one context length")
+    length = length if length is not None else mml
+    shared = {k: v for k, v in o.items() if k not in _VLLM_ONLY and k not in _SGLANG_ONLY
+              and k not in ("attention_backend", "hf_overrides", "explain")}
+    vopts = {k: v for k, v in o.items() if k not in _SGLANG_ONLY}
+    sopts: dict[str, Any] = {**shared, **{k: v for k, v in o.items() if k in _SGLANG_ONLY}}
+    for name in ("tp_size", "pp_size", "dp_size"):
+        vname = {"tp_size": "tensor_parallel_size", "pp_size": "pipeline_parallel_size",
+                 "dp_size": "data_parallel_size"}[name]
+        if name in sopts and vname not in vopts:
+            vopts[vname] = sopts[name]
+    kv = o.get("kv_cache_dtype")
+    if kv is not None:
+        vopts["kv_cache_dtype"] = _VLLM_KV_DTYPE.get(kv, kv)
+        sopts["kv_cache_dtype"] = _SGLANG_KV_DTYPE.get(kv, kv)
+    if "hf_overrides" in o and "json_model_override_args" not in sopts:
+        sopts["json_model_override_args"] = o["hf_overrides"]
+    vdraft = draft
+    sdraft = draft or o.get("speculative_draft_model_path")
+    if length is not None:
+        vopts["max_model_len"] = length
+    vplan = check(model, draft=vdraft, **vopts)
+    context = (parse_max_model_len(length)[0] if length is not None else None) \
+        or vplan.max_model_len
+    sopts["context_length"] = context
+    sopts["concurrency"] = concurrency
+    sopts.pop("speculative_draft_model_path", None)
+    splan = check(model, draft=sdraft, engine="sglang", **sopts)
+    seqs = vopts.get("max_num_seqs")
+    if seqs is None and vplan.budget is not None and vplan.budget.total_memory_bytes:
+        from kvplan.budget.kv_memory import default_batch_limits
+
+        seqs = default_batch_limits(vplan.budget.total_memory_bytes, vplan.gpu or "")[1]
+    vserving = vllm_serving(fits=vplan.fits, max_concurrency=vplan.max_concurrency,
+                            kv_tokens=vplan.kv_cache_size_tokens, context_length=context,
+                            concurrency=concurrency, max_num_seqs=seqs,
+                            error=vplan.error_message)
+    vline = _vllm_line(model, vdraft, vopts, context)
+    sdep = sglang_deployment({**sopts})
+    sline = sglang_launch_line(model, sdep, draft=sdraft)
+    return compare_plans(vplan, splan, vllm_serving=vserving, context_length=context,
+                         concurrency=concurrency, vllm_command=vline, sglang_command=sline)
+
+
+def _vllm_line(model: str, draft: str | None, o: Mapping[str, Any], context: int) -> str:
+    """The `vllm serve …` line of check()'s vLLM options."""
+    import shlex
+
+    words = ["vllm", "serve", shlex.quote(model), "--max-model-len", str(context)]
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs",
+                 "max_num_batched_tokens", "block_size", "dtype"):
+        v = o.get(name)
+        if v is not None and v not in (1, "auto"):
+            words += ["--" + name.replace("_", "-"), shlex.quote(str(v))]
+    method = o.get("speculative_method")
+    if draft or method or o.get("speculative_config"):
+        cfg = dict(speculative_config(o.get("speculative_config")))
+        cfg.setdefault("method", method)
+        if draft:
+            cfg.setdefault("model", draft)
+        if o.get("num_speculative_tokens"):
+            cfg.setdefault("num_speculative_tokens", o["num_speculative_tokens"])
+        import json
+
+        words += ["--speculative-config", shlex.quote(json.dumps(
+            {k: v for k, v in cfg.items() if v is not None}, separators=(",", ":")))]
+    if o.get("enable_prefix_caching") is False:
+        words.append("--no-enable-prefix-caching")
+    if o.get("enforce_eager"):
+        words.append("--enforce-eager")
+    return " ".join(words)
+
+
 def _hf_overrides(o: Mapping[str, Any]) -> str | None:
-    from kvplan.models.overrides import hf_overrides_json
+    from kvplan.models.resolution.overrides import hf_overrides_json
 
     return hf_overrides_json(o.get("hf_overrides"))
 
@@ -181,7 +440,7 @@ def _hf_overrides(o: Mapping[str, Any]) -> str | None:
 def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, auto: bool
                 ) -> Deployment:
     """The `Deployment` that check and fit plan: the flags, else `--speculative-config`'s keys."""
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
 
     return Deployment(
         vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
@@ -221,7 +480,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     from dataclasses import replace
 
     from kvplan.analysis.plan import build_plan
-    from kvplan.engine.planner import plan as run_plan
+    from kvplan.engines.vllm.planner import plan as run_plan
     from kvplan.sources.specfile import load_spec_file
     from kvplan.units import GiB, parse_kv_cache_memory_bytes
 
@@ -255,14 +514,59 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
                       max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
 
 
-def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOptions]) -> Sweep:
+def sweep(model: str, *, draft: str | None = None, engine: str = "vllm",
+          **options: Unpack[SweepOptions]) -> Sweep:
     """The largest fitting context and the concurrency per GPU × KV dtype × max_model_len.
 
-    Returns the `Sweep` that `kvplan sweep --json` prints.
+    `engine` "sglang" sweeps SGLang's pools (every point planned by SGLang's engine);
+    "vllm,sglang" gives both engines' rows. Returns the `Sweep` that `kvplan sweep --json`
+    prints.
     """
     o = _options(options, SweepOptions, "sweep")
     _need_str(model, "model")
-    from kvplan.models.build import Deployment
+    engines = _engines(engine)
+    if "sglang" not in engines and any(k in o for k in _SWEEP_SGLANG):
+        raise OptionError(f"sweep() option {next(k for k in _SWEEP_SGLANG if k in o)} is an "
+                          "SGLang flag", hint="pass engine='sglang' or engine='vllm,sglang'")
+    if "vllm" not in engines and any(k in o for k in _SWEEP_VLLM):
+        raise OptionError(f"sweep() option {next(k for k in _SWEEP_VLLM if k in o)} is a vLLM "
+                          "flag; engine='sglang' does not read it")
+    srows: list[Any] = []
+    scount = 0
+    if "sglang" in engines:
+        from kvplan.pipeline.sglang_sweep import sglang_rows
+        from kvplan.pipeline.sweep import parse_lengths as _lengths
+
+        raw = o.get("max_model_len", "8k..1M")
+        lengths_ = _lengths(raw if isinstance(raw, str) else str(raw) if isinstance(raw, int)
+                            else ",".join(map(str, raw)))
+        sopts = {k: v for k, v in o.items() if k in _SWEEP_SGLANG or k in
+                 ("tensor_parallel_size", "kv_cache_memory")}
+        sdraft = draft or sopts.pop("speculative_draft_model_path", None)
+        req = sglang_request(model, sdraft, sopts, sglang_deployment(sopts))
+        srows, scount = sglang_rows(req, gpus=_names(o.get("gpu", "H100")),
+                                    kv_dtypes=_names(o.get("kv_cache_dtype", "auto")),
+                                    lengths=lengths_)
+        if engines == ("sglang",):
+            from kvplan.engines.sglang.profiles import sglang_profile
+            from kvplan.pipeline.sweep import Sweep as _Sweep
+
+            return _Sweep(model=model, draft=sdraft, vllm_version=None,
+                          sglang_version=sglang_profile(o.get("sglang")).version,
+                          lengths=sorted(set(lengths_)), rows=srows, plans_evaluated=scount)
+        o = {k: v for k, v in o.items() if k not in _SWEEP_SGLANG}
+    result = _sweep_vllm(model, draft, o)
+    if srows:
+        from kvplan.engines.sglang.profiles import sglang_profile
+
+        result = result.model_copy(update={
+            "rows": [*result.rows, *srows], "plans_evaluated": result.plans_evaluated + scount,
+            "sglang_version": sglang_profile(options.get("sglang")).version})
+    return result
+
+
+def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.sweep import parse_lengths, run_sweep
     from kvplan.units import parse_size_bytes
@@ -288,28 +592,91 @@ def sweep(model: str, *, draft: str | None = None, **options: Unpack[SweepOption
 
 
 def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None = None,
-        progress: Any = None, **options: Unpack[FitOptions]) -> FitResult:
+        progress: Any = None, engine: str = "vllm", **options: Unpack[FitOptions]) -> FitResult:
     """The cheapest deployments (GPU × count × TP/PP/DP × KV dtype × draft on/off) that serve
     `max_model_len` tokens to `concurrency` requests at once.
 
-    Returns the `FitResult` that `kvplan fit --json` prints (no candidate: its nearest misses).
-    `progress(done, total)`, if given, is called after each planned shape.
+    `engine` is "vllm" (default), "sglang", or "vllm,sglang" to rank both servers' deployments
+    in one list, each with the command line that starts it. Returns the `FitResult` that
+    `kvplan fit --json` prints (no candidate: its nearest misses). `progress(done, total)`, if
+    given, is called after each planned shape.
     """
     o = _options(options, FitOptions, "fit")
     _need_str(model, "model")
-    from kvplan.pipeline.deploy import Request
-    from kvplan.pipeline.fit import parse_price, parse_prices_file, search
+    engines = _engines(engine)
+    if "sglang" not in engines:
+        given = [k for k in _FIT_SGLANG if k in o]
+        if given:
+            raise OptionError(f"fit() option {given[0]} is an SGLang flag",
+                              hint="pass engine='sglang' or engine='vllm,sglang'")
+    elif "vllm" not in engines:
+        given = [k for k in o if k not in _FIT_SGLANG and k not in _FIT_SHARED]
+        if given:
+            raise OptionError(f"fit() option {given[0]} is a vLLM flag; engine='sglang' does "
+                              "not read it", hint="pass engine='vllm,sglang' to plan both")
+    if engines == ("vllm",):
+        return _fit_vllm(model, max_model_len=max_model_len, concurrency=concurrency,
+                         draft=draft, progress=progress, o=o)
+    from kvplan.pipeline.sglang_fit import merge_fits
+
+    results = []
+    if "vllm" in engines:
+        results.append(_fit_vllm(model, max_model_len=max_model_len, concurrency=concurrency,
+                                 draft=draft, progress=progress,
+                                 o={k: v for k, v in o.items() if k not in _FIT_SGLANG}))
+    results.append(_fit_sglang(model, max_model_len=max_model_len, concurrency=concurrency,
+                               draft=draft, progress=progress, o=o))
+    return merge_fits(results, top=o.get("top", 5))
+
+
+def _engines(engine: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(p.strip().lower() for p in str(engine).split(",") if p.strip()))
+    if not names or any(n not in ("vllm", "sglang") for n in names):
+        raise OptionError(f"engine must be 'vllm', 'sglang' or 'vllm,sglang', got {engine!r}")
+    return names
+
+
+def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
+                progress: Any, o: Mapping[str, Any]) -> FitResult:
+    """fit()'s SGLang search: the shared options and SGLang's own."""
+    from kvplan.budget.hardware import parse_vendors
+    from kvplan.pipeline.sglang_fit import search_sglang
 
     mml, auto = parse_max_model_len(max_model_len)
     if auto or mml is None:
         raise InputError("kvplan fit needs a number for --max-model-len, not auto",
                          hint="e.g. --max-model-len 128k")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
-                         hint="the number of concurrent requests of --max-model-len tokens")
-    util = o.get("gpu_memory_utilization")
-    if util is not None and not 0 < util <= 1:
-        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    sopts = {k: v for k, v in o.items() if k in _FIT_SGLANG}
+    algorithm = sopts.get("speculative_algorithm") or _SGLANG_ALGORITHM.get(
+        str(o.get("speculative_method") or "").lower())
+    sdraft = draft or sopts.pop("speculative_draft_model_path", None)
+    if sdraft and not algorithm:
+        raise InputError("a draft under SGLang needs --speculative-algorithm",
+                         hint="EAGLE, EAGLE3, NEXTN, DFLASH or STANDALONE (or vLLM's "
+                              "--speculative-method when both engines are searched)")
+    if algorithm:
+        sopts["speculative_algorithm"] = algorithm
+    if "revision" in o:
+        sopts["revision"] = o["revision"]
+    dep = sglang_deployment(sopts)
+    req = sglang_request(model, sdraft, sopts, dep)
+    price_map = _price_map(o)
+    gpu = o.get("gpu")
+    gpus = _names(gpu) if gpu is not None else None
+    if gpu is not None and not gpus:
+        raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    return search_sglang(req, max_model_len=mml, concurrency=concurrency, gpus=gpus,
+                         kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                         max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
+                         vendors=parse_vendors(o.get("vendor")), progress=progress)
+
+
+def _price_map(o: Mapping[str, Any]) -> dict[str, float]:
+    """--prices FILE then --price GPU=USD, as catalogue name → USD per GPU-hour."""
+    from kvplan.pipeline.fit import parse_price, parse_prices_file
+
     price_map: dict[str, float] = {}
     if o.get("prices") is not None:
         path = Path(o["prices"])
@@ -324,8 +691,29 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     if isinstance(given, Mapping):
         given = [f"{k}={v}" for k, v in given.items()]
     price_map.update(dict(parse_price(p) for p in given))
+    return price_map
+
+
+def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
+              progress: Any, o: Mapping[str, Any]) -> FitResult:
+    """fit()'s vLLM search."""
+    from kvplan.budget.hardware import parse_vendors
+    from kvplan.pipeline.deploy import Request
+    from kvplan.pipeline.fit import DEFAULT_KV_DTYPES, search
+
+    mml, auto = parse_max_model_len(max_model_len)
+    if auto or mml is None:
+        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
+                         hint="e.g. --max-model-len 128k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
+                         hint="the number of concurrent requests of --max-model-len tokens")
+    util = o.get("gpu_memory_utilization")
+    if util is not None and not 0 < util <= 1:
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+    price_map = _price_map(o)
     spec = speculative_config(o.get("speculative_config"))
-    searched = {"kv_cache_dtype", "gpu"}  # per candidate
+    searched = {"kv_cache_dtype", "gpu", "vendor"}  # per candidate
     dep = _deployment({k: v for k, v in o.items() if k not in searched}, spec, None, False)
     base = Request(model=model, deployment=dep, revision=o.get("revision"),
                    draft=draft or spec.get("model"), gpu_memory_utilization=util,
@@ -335,8 +723,10 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    given = o.get("kv_cache_dtype")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
-                  kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                  kv_dtypes=_names(given) if given is not None else DEFAULT_KV_DTYPES,
+                  kv_dtypes_given=given is not None, vendors=parse_vendors(o.get("vendor")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                   progress=progress)
 

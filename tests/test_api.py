@@ -124,7 +124,7 @@ def test_bad_options_raise_kvplan_errors(call: Any, error: type[Exception], text
 
 def test_import_kvplan_is_cheap() -> None:
     probe = ("import sys, kvplan; heavy = [m for m in ('pydantic', 'typer', 'rich', 'kvplan.api', "
-             "'kvplan.engine') if m in sys.modules]; print(heavy, kvplan.__version__)")
+             "'kvplan.engines') if m in sys.modules]; print(heavy, kvplan.__version__)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", kvplan.__version__]
 
@@ -211,3 +211,75 @@ def test_a_bad_max_model_len_names_the_forms_it_takes() -> None:
         kvplan.check(LLAMA, max_model_len="lots")
     assert "128k" in (err.value.hint or "")
     assert kvplan.api.parse_max_model_len("32k") == (32768, False)
+
+
+# ---- engine="sglang" ------------------------------------------------------------------------------
+
+def test_check_sglang_equals_the_engine_on_the_same_inputs() -> None:
+    """The API's SGLang plan is the engine's result for the catalogue GPU (nvidia-smi total) and
+    the estimated weights, under SGLang's names."""
+    from kvplan.budget.sglang_memory import PRE_MODEL_LOAD_OVERHEAD_GIB
+    from kvplan.engines.sglang import (
+        Platform,
+        ProfiledMemory,
+        SglangDeployment,
+        SglangGpu,
+        plan_sglang,
+    )
+    from kvplan.models import describe_model
+
+    plan = kvplan.check(LLAMA, engine="sglang", gpu="H100", tensor_parallel_size=2,
+                        kv_cache_dtype="fp8_e4m3", max_running_requests=256)
+    assert plan.engine == "sglang" and plan.vllm_version is None
+    assert plan.sglang is not None and plan.sglang_version == "0.5.23"
+    assert plan.budget is not None
+    terms = {t.name: t.num_bytes for t in plan.budget.breakdown}
+    weights_gib = -terms["weights per GPU"] / 2**30
+    pre = 81559 / 1024 - PRE_MODEL_LOAD_OVERHEAD_GIB
+    desc = describe_model(json.loads(Path(LLAMA, "config.json").read_text()), source=LLAMA)
+    ref = plan_sglang(desc, SglangDeployment(tp_size=2, kv_cache_dtype="fp8_e4m3",
+                                             max_running_requests=256),
+                      gpu=SglangGpu(total_memory_mib=81559, platform=Platform.SM90),
+                      memory=ProfiledMemory(pre_model_load_gib=pre,
+                                            available_gib=(pre - weights_gib,)))
+    assert plan.sglang.mem_fraction_static == ref.mem_fraction_static == 0.828
+    assert abs((plan.sglang.max_total_num_tokens or 0) - (ref.max_total_num_tokens or 0)) <= 1
+    assert terms["free before the weights"] == int(pre * 2**30)
+    assert sum(terms.values()) == plan.budget.available_kv_bytes_per_gpu == ref.available_bytes
+    assert plan.kv_cache_size_tokens == plan.sglang.max_total_num_tokens
+    assert plan.max_model_len == 131072 and plan.sglang.max_running_requests == 256
+    assert plan.capacity_log_line == (
+        f"max_total_num_tokens={plan.sglang.max_total_num_tokens}, chunked_prefill_size=8192, "
+        "max_running_requests=256, context_len=131072")
+    data = json.loads(plan.to_json())
+    assert data["engine"] == "sglang" and data["sglang"]["page_size"] == 1
+    assert data["sglang"]["pools"][0]["bytes_per_token"] == 8 // 2 * 256 * 32
+
+
+def test_check_sglang_takes_kv_cache_memory_as_the_pool_budget() -> None:
+    plan = kvplan.check(LLAMA, engine="sglang", gpu="B200", kv_cache_memory="20GiB")
+    assert plan.budget_mode == "explicit" and plan.sglang is not None
+    assert plan.sglang.available_bytes == 20 * 2**30
+    assert plan.sglang.page_size == 64  # trtllm_mha on Blackwell
+    assert plan.kv_cache_size_tokens == 20 * 2**30 // 131072 // 64 * 64
+
+
+def test_check_sglang_reports_sglang_errors_as_plans() -> None:
+    plan = kvplan.check(LLAMA, engine="sglang", gpu="L4")
+    assert not plan.fits and plan.failure_cause == "weights"
+    assert plan.error_message is not None and plan.error_message.startswith(
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=")
+    plan = kvplan.check(LLAMA, engine="sglang", gpu="H100", context_length=200000)
+    assert not plan.fits and plan.error_type == "ValueError"
+
+
+@pytest.mark.parametrize(("kwargs", "text"), [
+    (dict(engine="sglang", gpu="H100", max_num_seqs=8), "max_num_seqs is a vLLM flag"),
+    (dict(engine="vllm", gpu="H100", mem_fraction_static=0.8), "is an SGLang flag"),
+    (dict(engine="tgi", gpu="H100"), "engine must be 'vllm' or 'sglang'"),
+    (dict(engine="sglang", gpu="H100", mem_fraction_static=1.5), "mem_fraction_static"),
+    (dict(engine="sglang", gpu="H100", tensor_parallel_size=2, tp_size=4), "both tp_size"),
+])
+def test_check_sglang_refuses_the_other_engines_flags(kwargs: dict[str, Any], text: str) -> None:
+    with pytest.raises(kvplan.OptionError, match=text):
+        kvplan.check(LLAMA, **kwargs)

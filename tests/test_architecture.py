@@ -14,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kvplan"
 
 # lowest first: a module may import its own stage and the stages listed before it
-STAGES = ("core", "engine", "models", "sources", "budget", "analysis", "pipeline", "api", "output",
+STAGES = ("core", "models", "engines", "sources", "budget", "analysis", "pipeline", "api", "output",
           "cli")
 CORE = {"kvplan.errors", "kvplan.units"}
 ENTRY = {"kvplan", "kvplan.__main__"}  # the package root re-exports the API lazily
@@ -88,3 +88,55 @@ def test_no_import_cycle_inside_a_stage() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
+
+
+ENGINES = ("kvplan.engines.vllm", "kvplan.engines.sglang")
+FAMILIES = "kvplan.models.families."
+
+
+def _family(module: str) -> str | None:
+    """The family module `module` is (or is inside), None for anything else; the helper modules
+    (`_plain`, `_shared`: a leading underscore) are not families."""
+    if not module.startswith(FAMILIES):
+        return None
+    leaf = module[len(FAMILIES):].split(".")[0]
+    return None if leaf.startswith("_") else leaf
+
+
+def _engine(module: str) -> str | None:
+    return next((e for e in ENGINES if module == e or module.startswith(e + ".")), None)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_engines_never_import_each_other(path: Path) -> None:
+    own = _engine(module_name(path))
+    if own is None:
+        return
+    for imported in kvplan_imports(path):
+        other = _engine(imported)
+        assert other in (None, own), f"{module_name(path)} imports {imported}: engines are siblings"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_nothing_imports_a_family_by_name(path: Path) -> None:
+    """Families never import each other, and nothing else imports one: the registry in
+    `kvplan.models` loads an adapter by its module name (a string), lazily."""
+    name = module_name(path)
+    for imported in kvplan_imports(path):
+        family = _family(imported)
+        assert family is None, (f"{name} imports the family module {imported}: share through "
+                                "models/families/_shared.py (or _plain.py), or go through the "
+                                "adapter registry")
+
+
+def test_the_registry_names_every_family_module() -> None:
+    """Each module in models/families/ is an adapter the registry can load by name."""
+    from kvplan.models import _BY_ARCH, _BY_MODEL_TYPE
+
+    named = {ref.module for table in (_BY_ARCH, _BY_MODEL_TYPE) for ref in table.refs.values()}
+    on_disk = {p.stem for p in (PACKAGE / "models" / "families").glob("*.py")
+               if not p.stem.startswith("_")}
+    assert named == on_disk
+    for table in (_BY_ARCH, _BY_MODEL_TYPE):
+        for ref in table.refs.values():
+            assert callable(ref.load())

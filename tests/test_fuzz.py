@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvplan.engine.planner import plan
+from kvplan.engines.vllm.build import Deployment, build
+from kvplan.engines.vllm.planner import plan
 from kvplan.errors import KvplanError
 from kvplan.models import describe_model
-from kvplan.models.build import Deployment, build
 from kvplan.sources.specfile import load_spec_file
 
 EXAMPLES = int(os.environ.get("KVPLAN_FUZZ_EXAMPLES", "150"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.backends import Backend, customize_spec
-from kvplan.engine.specs import FullAttentionSpec, MLAAttentionSpec
+from kvplan.engines.vllm.backends import Backend, customize_spec
+from kvplan.engines.vllm.specs import FullAttentionSpec, MLAAttentionSpec
 from kvplan.errors import InputError
 from kvplan.units import format_gib, kv_cache_storage_dtype, kv_quant_mode, parse_size_bytes
 

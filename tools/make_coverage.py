@@ -2,9 +2,11 @@
 
     .venv/bin/python tools/make_coverage.py > kvplan/data/coverage.csv
 
-Rows already in the committed table keep their path, pending and reason (hand edits win); new
-registry architectures get a row from the rules below, to be reviewed before committing. Never
-run by tests (tests/config/test_coverage.py checks the committed table instead).
+Rows already in the committed table keep their path, pending, reason and confirmed (hand edits
+win); new registry architectures get a row from the rules below, to be reviewed before
+committing, and `confirmed` says they have not been run through vLLM yet: run
+`tools/confirm_coverage.py sweep --only ARCH` and `write` for them. Never run by tests
+(tests/models/test_coverage.py checks the committed table instead).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import sys
 from pathlib import Path
 
 from kvplan.models import fast_adapter_names
-from kvplan.models.drafts import is_draft_architecture
 from kvplan.models.coverage import COVERAGE_COLUMNS, registry
+from kvplan.models.drafts import is_draft_architecture
 
 TABLE = Path(__file__).resolve().parents[1] / "kvplan" / "data" / "coverage.csv"
 POOLING = {"embedding", "late_interaction", "reward", "token_classification",
@@ -112,11 +114,14 @@ def main() -> None:
     writer.writeheader()
     for arch, entry in sorted(reg["architectures"].items()):
         if arch in old:
-            writer.writerow(old[arch])
+            writer.writerow({k: old[arch].get(k) or "" for k in COVERAGE_COLUMNS})
             continue
         path, pending, reason = classify(arch, entry, fast)
+        confirmed = ("no: not run yet (tools/confirm_coverage.py sweep)"
+                     if path.startswith("adapter:") or path == "generic" else "")
         writer.writerow({"architecture": arch, "category": "+".join(entry["categories"]),
-                         "path": path, "pending": pending, "reason": reason})
+                         "path": path, "pending": pending, "reason": reason,
+                         "confirmed": confirmed})
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
-import os, sys, random, json
+import json
+import os
+import random
+import sys
+
 os.environ["VLLM_TARGET_DEVICE"]="cpu"
 import inspect
+
+import vllm
 from vllm.model_executor.layers.attention import attention as A
 from vllm.v1.attention.backend import MultipleOf
-import vllm
+
 sizesets = [[MultipleOf(16)], [16, 32, 64], [64], [128], [32, 64], [16, 32, 64, 128, 256, 512, 1024], [MultipleOf(32)], [MultipleOf(64)]]
 out = []
 rng = random.Random(1)

@@ -1,6 +1,11 @@
-import os, sys, random, json
+import json
+import os
+import random
+import sys
+
 os.environ["VLLM_TARGET_DEVICE"]="cpu"
 from vllm.model_executor.layers.mamba.mamba_utils import MambaStateShapeCalculator as C
+
 rng = random.Random(2); rows = []
 for _ in range(2000):
     tp = rng.choice([1, 2, 3, 4, 6, 8])

@@ -123,8 +123,41 @@ def _walk(path: str, name: str, seen: set, names: set[str], sources: set[str]) -
                     return
 
 
+# classes a model builds by composition rather than inheritance (GraniteMoeSharedModel uses
+# granitemoe's GraniteMoeAttention, DiffusionGemma holds gemma4's Gemma4Model): their modules'
+# sources count too
+_COMPOSED = re.compile(r"(Attention|DecoderLayer|Model)$")
+
+
+def _composed_sources(path: str) -> set[str]:
+    """Sibling model modules from which `path` imports an attention, decoder-layer or model
+    class."""
+    out: set[str] = set()
+    tree = _tree(path)[0]
+    # a model class imported by a module that defines its own attention / decoder layer is built
+    # with those (glm4.py: LlamaModel with Glm4DecoderLayer), not with the imported module's
+    own_layers = any(isinstance(n, ast.ClassDef) and re.search(r"(Attention|DecoderLayer)$", n.name)
+                     for n in tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(
+                _COMPOSED.search(a.name) and not (own_layers and a.name.endswith("Model"))
+                for a in node.names):
+            if node.level:
+                target = _resolve_import(path, node.module, node.level)
+            elif (node.module or "").startswith("vllm.model_executor.models."):
+                # located, not imported (importing some model packages raises on CPU)
+                target = os.path.join(MODELS_DIR, *node.module.split(".")[3:]) + ".py"
+            else:
+                continue
+            if target and os.path.exists(target) and os.path.dirname(target) == os.path.dirname(path):
+                out.add(target)
+    return out
+
+
 def _inspect(module: str, cls: str) -> tuple[list[str], list[str]]:
-    """(interfaces the class inherits, features of the sources of its class hierarchy)."""
+    """(interfaces the class inherits, features of the sources of its class hierarchy; the
+    per-layer sliding window also from the model modules whose attention / decoder-layer /
+    model classes it composes)."""
     path = _module_path(module)
     if path is None:
         return [], []
@@ -132,7 +165,14 @@ def _inspect(module: str, cls: str) -> tuple[list[str], list[str]]:
     sources: set[str] = {path}
     _walk(path, cls, set(), names, sources)
     text = "\n".join(_tree(p)[1] for p in sorted(sources))
-    features = sorted(k for k, rx in FEATURES.items() if re.search(rx, text))
+    features = {k for k, rx in FEATURES.items() if re.search(rx, text)}
+    # the per-layer window is a property of the attention the model builds, wherever its class
+    # is defined (the other features stay those of the class hierarchy: a composed vision tower
+    # would add encoder-only attention to every multimodal model)
+    composed = {c for p in sources for c in _composed_sources(p)} - sources
+    if any(re.search(FEATURES["per_layer_sliding_window"], _tree(p)[1]) for p in composed):
+        features.add("per_layer_sliding_window")
+    features = sorted(features)
     return sorted(i for i in INTERFACES if i in names), features
 
 

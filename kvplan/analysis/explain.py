@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
-from kvplan.engine.planner import EngineResult, GroupDemand, PlannerInput, plan
-from kvplan.engine.specs import (
+from kvplan.engines.vllm.build import BuildResult, Deployment, build
+from kvplan.engines.vllm.planner import EngineResult, GroupDemand, PlannerInput, plan
+from kvplan.engines.vllm.specs import (
     AttentionSpec,
     CircularBufferSpec,
     HiddenStateCacheSpec,
@@ -17,7 +18,6 @@ from kvplan.engine.specs import (
     UniformTypeKVCacheSpecs,
 )
 from kvplan.errors import KvplanError
-from kvplan.models.build import BuildResult, Deployment, build
 from kvplan.models.description import ModelDescription
 from kvplan.units import format_gib
 
@@ -46,6 +46,22 @@ class WhatIf(Frozen):
 class Explanation(Frozen):
     causes: list[Cause]
     what_ifs: list[WhatIf]
+
+
+def as_planned(r: EngineResult) -> WhatIf:
+    """The plan itself in what-if terms: what a what-if must differ from to be listed."""
+    return _result_what_if("(as planned)", r)
+
+
+def changes_something(w: WhatIf, base: WhatIf) -> bool:
+    """A what-if whose numbers (verdict, KV needed, available, blocks, largest length) are all
+    the plan's changes nothing and is not listed; an invalid variant always says something."""
+    if w.fits is None or base.fits is None:
+        return True
+    fields = ("fits", "needed_gib", "available_gib", "blocks_per_request",
+              "estimated_max_model_len")
+    return any(getattr(w, f) != getattr(base, f) for f in fields
+               if getattr(w, f) is not None and getattr(base, f) is not None)
 
 
 def _kind_words(spec: object) -> str:
@@ -106,6 +122,10 @@ def _summary(change: str, fn: Callable[[], EngineResult]) -> WhatIf:
     if r.grouping_error is not None:
         return WhatIf(change=change, fits=False, needed_gib=None, available_gib=None,
                       note=f"vLLM cannot group the layers: {r.grouping_error.message}")
+    return _result_what_if(change, r)
+
+
+def _result_what_if(change: str, r: EngineResult) -> WhatIf:
     check = r.effective_check_memory_bytes or r.check_memory_bytes
     return WhatIf(change=change, fits=r.fits, needed_gib=format_gib(max(r.total_bytes_needed)),
                   available_gib=format_gib(min(check)),
@@ -130,7 +150,8 @@ def what_ifs_for_input(inp: PlannerInput, base: EngineResult) -> list[WhatIf]:
                 return plan(replace(inp, max_num_batched_tokens=m))
 
             out.append(_summary(f"--max-num-batched-tokens {mnbt}", smaller))
-    return out
+    base_row = as_planned(base)
+    return [w for w in out if changes_something(w, base_row)]
 
 
 def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescription | None,
@@ -169,4 +190,6 @@ def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescrip
         ifs.append(_summary("no speculative decoding", lambda: plan(
             build(target, replace(dep, speculative_method=None, num_speculative_tokens=0),
                   None).planner_input)))
-    return Explanation(causes=causes(base, draft_layers), what_ifs=ifs)
+    base_row = as_planned(base)
+    return Explanation(causes=causes(base, draft_layers),
+                       what_ifs=[w for w in ifs if changes_something(w, base_row)])

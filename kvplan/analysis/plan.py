@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
+from kvplan.analysis.log_agreement import LogDisagreement
+from kvplan.analysis.serving import ServingCheck
+from kvplan.analysis.sglang_log_check import SglangLogCheck
 from kvplan.budget.kv_memory import KvBudget
-from kvplan.engine.planner import EngineResult
-from kvplan.engine.serialize import contract_dict
-from kvplan.engine.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
+from kvplan.engines.sglang.result import SglangResult
+from kvplan.engines.vllm.planner import EngineResult
+from kvplan.engines.vllm.serialize import contract_dict
+from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
 from kvplan.units import GiB, format_gib
 
 SCHEMA_VERSION = 1
@@ -93,9 +98,12 @@ class GroupRow(FrozenModel):
 class Plan(FrozenModel):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
+    engine: Literal["vllm", "sglang"] = Field(
+        default="vllm", description="the server whose start-up was planned: vLLM's KV cache "
+                                    "planner, or SGLang's KV pool sizing (see `sglang`)")
     model: str
     draft: str | None = None
-    vllm_version: str
+    vllm_version: str | None = Field(description="the vLLM release profile (None: an SGLang plan)")
     with_fix: bool
     gpu: str | None = None
     budget_mode: str
@@ -135,6 +143,10 @@ class Plan(FrozenModel):
     provenance: dict[str, str] = Field(
         default_factory=dict, description="--serve / --from-log: where each given value came from "
         "(command line, serve line, log); the rest are defaults")
+    disagreements: list[LogDisagreement] = Field(
+        default_factory=list, description="--from-log: each figure the log states (verdict, "
+        "attention block size, KV needed, GPU KV cache size, blocks, concurrency) that this plan "
+        "does not reproduce, with both values and the likely reasons; each is also a warning")
     explanation: Explanation | None = None
     budget: KvBudget | None = None
     data_parallel_size: int = 1
@@ -142,6 +154,17 @@ class Plan(FrozenModel):
         default=None, description="max concurrency × data_parallel_size (all replicas)")
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
+    sglang_version: str | None = Field(default=None,
+                                       description="the SGLang release profile (SGLang plans)")
+    sglang: SglangResult | None = Field(
+        default=None, description="SGLang's own numbers under SGLang's names (engine 'sglang'): "
+                                  "mem_fraction_static, max_total_num_tokens, "
+                                  "max_running_requests, the pools, the resolved server args")
+    serving: ServingCheck | None = Field(
+        default=None, description="SGLang plans and side-by-side views: whether the KV cache "
+                                  "holds `concurrency` requests of the context length at once")
+    sglang_log: SglangLogCheck | None = Field(
+        default=None, description="--from-log with an SGLang log: its numbers beside kvplan's")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""

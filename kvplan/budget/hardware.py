@@ -2,8 +2,9 @@
 
 The rows come from the packaged `data/gpus.csv`: the shared reference data (every measured number
 is cited there) plus kvplan's columns — the vendor's memory capacity, a typical on-demand price
-per GPU-hour, and their sources. `total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo`
-reports, not the marketing "80 GB". Rows without a citable measurement get a *nominal* total
+per GPU-hour, nvidia-smi's memory.total in MiB (SGLang's figure), and their sources.
+`total_memory_bytes` is what `cudaMemGetInfo` / `hipMemGetInfo` reports (vLLM's figure), not the
+marketing "80 GB". Rows without a citable measurement get a *nominal* total
 derived from the vendor's capacity (`nominal_total_bytes`, `total_memory_nominal=True`); the
 derivation is in docs/gpu-catalogue.md. Nothing here talks to a GPU or calls nvidia-smi.
 """
@@ -20,7 +21,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict
 
 from kvplan.errors import InputError
-from kvplan.units import format_gib, normalize_kv_cache_dtype, parse_size_bytes
+from kvplan.units import format_gib, parse_size_bytes
 
 
 class Gpu(BaseModel):
@@ -36,7 +37,7 @@ class Gpu(BaseModel):
     total_memory_bytes: int | None = None  # runtime total (cudaMemGetInfo); None = not measured
     source: str | None = None  # where total_memory_bytes comes from
     # Hardware FP8 / NVFP4 (the catalogue's fp8/nvfp4 columns say "native ..."). Whether vLLM
-    # accepts a KV dtype on this GPU is `check_kv_dtype_supported` (backend gates, per release).
+    # serves a KV dtype on this GPU, and how, is `kv_dtype_support` (per release).
     supports_fp8_kv: bool = False
     supports_nvfp4_kv: bool = False
     fp8_note: str = ""
@@ -52,6 +53,10 @@ class Gpu(BaseModel):
     gddr_ecc: bool = False
     usd_per_hour: float | None = None
     usd_per_hour_source: str | None = None
+    # what nvidia-smi reports as memory.total (MiB): SGLang sizes its memory defaults from this
+    # figure (utils.get_device_memory_capacity), vLLM from the runtime's total above
+    nvidia_smi_total_mib: int | None = None
+    nvidia_smi_total_source: str | None = None
 
     @property
     def is_nvidia(self) -> bool:
@@ -134,6 +139,9 @@ def _row_to_gpu(row: dict[str, str]) -> Gpu:
         gddr_ecc=ecc,
         usd_per_hour=float(price) if price else None,
         usd_per_hour_source=row.get("usd_per_hour_source", "").strip() or None,
+        nvidia_smi_total_mib=int(smi) if (smi := row.get("nvidia_smi_total_mib", "").strip())
+        else None,
+        nvidia_smi_total_source=row.get("nvidia_smi_total_source", "").strip() or None,
         supports_fp8_kv=row["fp8"].strip().lower().startswith("native"),
         supports_nvfp4_kv=row["nvfp4"].strip().lower().startswith("native"),
         fp8_note=row["fp8"].strip(),
@@ -146,6 +154,22 @@ def _row_to_gpu(row: dict[str, str]) -> Gpu:
 def _catalogue() -> tuple[Gpu, ...]:
     text = resources.files("kvplan").joinpath("data", "gpus.csv").read_text(encoding="utf-8")
     return tuple(_row_to_gpu(r) for r in csv.DictReader(io.StringIO(text)))
+
+
+VENDORS = ("nvidia", "amd")
+
+
+def parse_vendors(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """--vendor nvidia,amd → ["nvidia", "amd"] (case-insensitive); unknown → InputError."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = [v.strip().lower() for v in items if v.strip()]
+    bad = [v for v in out if v not in VENDORS]
+    if bad or not out:
+        raise InputError(f"--vendor {','.join(bad) if bad else repr(value)}: unknown vendor",
+                         hint=f"use {' or '.join(VENDORS)} (comma-separated)")
+    return list(dict.fromkeys(out))
 
 
 def list_gpus() -> list[Gpu]:
@@ -322,124 +346,3 @@ def sm_version(gpu: Gpu) -> int | None:
     if not gpu.is_nvidia or not isinstance(cc, tuple):
         return None
     return cc[0] * 10 + cc[1]
-
-
-def _version_tuple(version: str | None) -> tuple[int, int]:
-    if version is None:
-        return (0, 34)
-    m = re.match(r"\s*v?(\d+)\.(\d+)", str(version))
-    if not m:
-        raise InputError(f"cannot read vLLM version {version!r}", hint="e.g. 0.34.0")
-    return int(m.group(1)), int(m.group(2))
-
-
-_FP8_PLAIN = ("fp8", "fp8_e4m3", "fp8_e5m2")
-
-
-def check_kv_dtype_supported(
-    gpu: Gpu,
-    kv_cache_dtype: str,
-    *,
-    vllm_version: str | None = None,
-    use_mla: bool = False,
-    head_size: int | None = None,
-    has_sinks: bool = False,
-    native_only: bool = False,
-) -> str | None:
-    """Why vLLM cannot run `kv_cache_dtype` on this GPU, or None if some attention backend can.
-
-    Mirrors the CUDA backend gates of vLLM 0.34 (`platforms/cuda.py::_get_backend_priorities`
-    walks FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION; each backend's
-    `supports_compute_capability` + `supports_kv_cache_dtype`, and the Triton impl's SM89 check
-    for fp8). The checks are: fp8 on FlashAttention only with FA3 on sm90 / FA4 on sm100
-    (`fa_utils.flash_attn_supports_kv_cache_dtype`), fp8 on FlashInfer from sm80 (FlashInfer's
-    floor), fp8 on Triton from sm89 (`TritonAttentionImpl.__init__`). NVFP4 goes through
-    `FlashInferBackend.supports_kv_cache_dtype`: the TRT-LLM kernels on the sm100 family, and in
-    0.34 also the FA2 path on the sm80/sm90/sm120 families (plain `nvfp4` only; not at
-    head_size 64 or with sinks, `FlashInferBackend.supports_combination`). 0.31–0.33: sm100 family
-    only. MLA: `VllmConfig.validate_nvfp4_kv_cache_with_mla`; fp8 MLA needs sm89+ (Triton MLA) or
-    the sm90/sm100 MLA kernels. ROCm: `RocmPlatform.supports_fp8()` is true on every CDNA part.
-
-    `native_only=True` also reports GPUs that accept the dtype without hardware support for it
-    (fp8 KV on sm80/sm86 runs only through FlashInfer, dequantised; MI250X has no FP8 units).
-    """
-    d = normalize_kv_cache_dtype(kv_cache_dtype)
-    ver = _version_tuple(vllm_version)
-    tag = f"{gpu.name} ({gpu.arch})"
-    if d in ("auto", "float16", "float32"):
-        return None
-
-    if gpu.is_amd:
-        if d.startswith("nvfp4"):
-            return f"{tag}: NVFP4 KV cache needs NVIDIA Blackwell FP4 kernels; ROCm has none"
-        if d in _FP8_PLAIN and native_only and not gpu.supports_fp8_kv:
-            return (f"{tag} has no FP8 hardware; vLLM's ROCm supports_fp8() still accepts "
-                    f"{d} (RocmPlatform.supports_fp8)")
-        if d == "fp8_inc":
-            return f"{tag}: fp8_inc is Intel Neural Compressor's KV format (Gaudi/XPU) only"
-        return None
-
-    sm = sm_version(gpu)
-    if sm is None:  # unknown vendor/format: no opinion
-        return None
-    cc = f"sm{sm}"
-
-    if d == "bfloat16":
-        if sm < 80:
-            return (f"{tag}: a bfloat16 KV cache needs SM80+ (TritonAttentionImpl; FlashAttention "
-                    f"and FlashInfer need SM80 too); use --kv-cache-dtype float16")
-        return None
-
-    if d in _FP8_PLAIN:
-        if use_mla:
-            if d == "fp8_e5m2":
-                return f"{tag}: no MLA backend accepts fp8_e5m2 (use fp8 / fp8_e4m3)"
-            if sm < 89:
-                return (f"{tag}: an fp8 MLA KV cache needs SM89+ (TritonMLAImpl checks fp8e4nv; "
-                        f"FlashMLA/FlashInfer-MLA need sm90/sm100), this GPU is {cc}")
-            return None
-        if sm < 80:
-            return (f"{tag}: vLLM has no attention backend for an fp8 KV cache on {cc}: "
-                    f"FlashAttention and FlashInfer need SM80+, Triton needs SM89+ "
-                    f"(native fp8e4nv); use float16")
-        if sm < 89:
-            if native_only:
-                return (f"{tag}: no FP8 tensor cores ({cc} < sm89, CudaPlatform.supports_fp8); "
-                        f"vLLM accepts {d} here only through FlashInfer, dequantising in the kernel")
-            return None
-        return None
-
-    if d == "fp8_per_token_head":
-        if sm < 89:
-            return (f"{tag}: fp8_per_token_head runs only on the Triton backend, which needs "
-                    f"SM89+ for fp8 ({cc})")
-        return None
-
-    if d.startswith("nvfp4") and d != "nvfp4_ds_mla":
-        if use_mla:
-            return ("vLLM refuses an nvfp4 KV cache with MLA (VllmConfig."
-                    "validate_nvfp4_kv_cache_with_mla); use fp8, auto or nvfp4_ds_mla")
-        family = sm // 10
-        if family == 10:
-            return None
-        if ver >= (0, 34) and family in (8, 9, 12):
-            if d != "nvfp4":
-                return (f"{tag}: {d} needs the TRT-LLM kernels of the sm100 family; the FA2 path "
-                        f"vLLM 0.34 uses on {cc} writes plain nvfp4 only")
-            if head_size == 64:
-                return f"{tag}: FlashInfer's FA2 prefill misreads an NVFP4 KV cache at head_size 64"
-            if has_sinks:
-                return f"{tag}: FlashInfer's sink prefill wrapper cannot read an NVFP4 KV cache"
-            if native_only and not gpu.supports_nvfp4_kv:
-                return (f"{tag}: no FP4 tensor cores; vLLM 0.34 reads nvfp4 KV here through "
-                        f"FlashInfer's FA2 path (dequantised)")
-            return None
-        if ver >= (0, 34):
-            return (f"{tag}: an NVFP4 KV cache needs FlashInfer on sm80/sm90/sm100/sm120 "
-                    f"families (FlashInfer's floor is SM80); this GPU is {cc}")
-        return (f"{tag}: an NVFP4 KV cache needs Blackwell sm100/sm103 (FlashInfer TRT-LLM "
-                f"kernels) in vLLM {ver[0]}.{ver[1]}; this GPU is {cc}")
-
-    if d == "fp8_inc":
-        return f"{tag}: fp8_inc is Intel Neural Compressor's KV format (Gaudi/XPU); no CUDA backend"
-    return None  # per-token-head int8/int4 (Triton, any CC), *_ds_mla: not gated here

@@ -20,9 +20,14 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from kvplan.budget.hardware import Gpu, gpu_total_memory_bytes
+from kvplan.budget.hardware import Gpu, gpu_total_memory_bytes, sm_version
+from kvplan.engines.vllm.build.batch import get_batch_defaults
 from kvplan.errors import InputError
 from kvplan.units import GiB, format_gib, parse_size_bytes
+
+# vLLM's EngineArgs.get_batch_defaults (one copy, in the vLLM engine): (max_num_batched_tokens,
+# max_num_seqs) for a GPU
+default_batch_limits = get_batch_defaults
 
 
 class BudgetMode(StrEnum):
@@ -199,23 +204,6 @@ def cudagraph_in_budget(vllm_version: str, *, enforce_eager: bool = False) -> bo
     return not enforce_eager and _version_tuple(vllm_version) >= (0, 21, 0)
 
 
-def default_batch_limits(total_memory_bytes: int, gpu_name: str | None = None, *,
-                         usage: str = "serve") -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) vLLM picks when not given.
-
-    vLLM: engine/arg_utils.EngineArgs.get_batch_defaults (0.34): ≥160 GiB → 16384/1024; ≥70 GiB
-    and not an A100 or GB10 → serve 8192 (LLM class 16384) / 1024; else serve 2048 (8192) / 256.
-    """
-    name = (gpu_name or "").lower()
-    llm = usage.lower() in ("llm", "llm_class", "offline")
-    if total_memory_bytes >= 160 * GiB:
-        return 16384, 1024
-    if total_memory_bytes >= 70 * GiB and "a100" not in name and "gb10" not in name \
-            and "spark" not in name:
-        return (16384 if llm else 8192), 1024
-    return (8192 if llm else 2048), 256
-
-
 # --------------------------------------------------------------------------------------------
 # Fitted constants — produced by `bench/calibrate.py` on kvplan/data/vllm-memory-profiles.jsonl
 # (vLLM 0.19.0 start-up logs on H100, 21 rows). Re-run the script to refit; see docs/calibration.md.
@@ -368,7 +356,8 @@ def estimate_budget(
         raise InputError(f"gpu_memory_utilization must be in (0, 1], got {util}")
     mbt, seqs = max_num_batched_tokens, max_num_seqs
     if mbt is None or seqs is None:
-        d_mbt, d_seqs = default_batch_limits(total, gpu_name)
+        sm = sm_version(gpu_total_bytes) if isinstance(gpu_total_bytes, Gpu) else None
+        d_mbt, d_seqs = get_batch_defaults(total, gpu_name, sm=sm)
         mbt = mbt or d_mbt
         seqs = seqs or d_seqs
         warnings.append(f"max_num_batched_tokens={mbt}, max_num_seqs={seqs}: vLLM's `vllm serve` "

@@ -31,7 +31,8 @@ _Adapter = Callable[[Cfg, "dict[str, Any] | None"], ModelDescription]
 
 
 class _Ref(NamedTuple):
-    """A fast adapter by name: `kvplan.models.<module>.<function>`, with its `family` if shared."""
+    """A fast adapter by name: `kvplan.models.families.<module>.<function>`,
+    with its `family` if shared."""
 
     module: str
     function: str
@@ -44,7 +45,7 @@ class _Ref(NamedTuple):
         return self.family or self.function.removeprefix("describe_")
 
     def load(self) -> _Adapter:
-        fn = getattr(import_module(f"kvplan.models.{self.module}"), self.function)
+        fn = getattr(import_module(f"kvplan.models.families.{self.module}"), self.function)
         kwargs = {**({"family": self.family} if self.family else {}), **dict(self.options)}
         return partial(fn, **kwargs) if kwargs else fn
 
@@ -124,7 +125,7 @@ _BAILING_V2_5 = _Ref("bailing", "describe_bailing_v2_5")
 _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
 _INKLING = _Ref("inkling", "describe_inkling")
-_ENCODER_ONLY = _Ref("pooling", "describe_encoder_only")
+_ENCODER_ONLY = _Ref("encoder_only", "describe_encoder_only")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -319,8 +320,8 @@ def _pick(top: Cfg) -> _Adapter:
 def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> ModelDescription:
     """Every config the fast adapters do not cover: transformers resolves it (lazily imported).
     A type transformers has no class for still reaches a fast adapter by its text model_type."""
-    from kvplan.models.resolve import has_config_class
-    from kvplan.models.resolved import describe_resolved, encoder_cache_note
+    from kvplan.models.resolution.resolve import has_config_class
+    from kvplan.models.resolution.resolved import describe_resolved, encoder_cache_note
     model_type = top.get("model_type")
     text_type = text_cfg(top).get("model_type")
     if not isinstance(model_type, str) or not has_config_class(model_type):
@@ -329,12 +330,12 @@ def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> Mo
             note = encoder_cache_note(architectures(top))
             return desc if note is None else desc.model_copy(
                 update={"warnings": desc.warnings + (note,)})
-        from kvplan.models.resolve import has_remote_config
+        from kvplan.models.resolution.resolve import has_remote_config
         if has_remote_config(top.data) and not text_cfg(top).has("layer_types"):
             # remote code (vLLM needs --trust-remote-code; the pipeline checks it): the raw
             # fields through vLLM's generic accessors
             return describe_resolved(top, quant, _BY_MODEL_TYPE, raw_fields=True)
-        from kvplan.models.generic import describe_generic
+        from kvplan.models.resolution.generic import describe_generic
         return describe_generic(top, quant)  # plans from layer_types, or refuses
     return describe_resolved(top, quant, _BY_MODEL_TYPE)
 
@@ -380,7 +381,7 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         if desc.pooling_defaults is None and not desc.draft_method:
             from kvplan.models.pooling import mark_pooling
             desc = mark_pooling(desc, top)
-        return wrapper_layer_names(desc)
+        return wrapper_layer_names(_with_raw_facts(desc, top))
 
 
 def length_only_description(config: Mapping[str, Any], source: str) -> ModelDescription:
@@ -393,8 +394,8 @@ def length_only_description(config: Mapping[str, Any], source: str) -> ModelDesc
     fields, rope = max_length_fields(text), rope_scaling(text)
     model_type = str(text.get("model_type") or top.get("model_type") or "")
     try:
-        from kvplan.models import accessors as acc
-        from kvplan.models.resolve import resolve
+        from kvplan.models.resolution import accessors as acc
+        from kvplan.models.resolution.resolve import resolve
         r = resolve(config, source)
         fields, rope, model_type = (acc.max_length_fields(r), acc.rope_parameter_sets(r),
                                     r.text_model_type or model_type)
@@ -423,6 +424,34 @@ def wrapper_layer_names(desc: ModelDescription) -> ModelDescription:
     return desc.model_copy(update={"layers": layers})
 
 
+def _with_raw_facts(desc: ModelDescription, top: Cfg) -> ModelDescription:
+    """Record the raw keys SGLang reads and the adapters do not keep: the vision_config dims
+    (its VLM memory reserve) and the literal num_nextn_predict_layers (its MTP draft pool)."""
+    update: dict[str, Any] = {}
+    vision = top.data.get("vision_config")
+    if isinstance(vision, Mapping):
+        from kvplan.models.description import VisionTowerDims
+
+        update["vision_tower"] = VisionTowerDims(
+            num_hidden_layers=_positive_int(vision, "num_hidden_layers"),
+            hidden_size=_positive_int(vision, "hidden_size"))
+    nextn = text_cfg(top).data.get("num_nextn_predict_layers")
+    if isinstance(nextn, int) and not isinstance(nextn, bool) and nextn >= 0:
+        update["nextn_predict_layers_key"] = nextn
+    if desc.draft_method is not None:
+        dflash = top.data.get("dflash_config")
+        block = _positive_int(dflash, "block_size") if isinstance(dflash, Mapping) else None
+        block = block or _positive_int(top.data, "block_size")
+        if block is not None:
+            update["draft_block_size"] = block
+    return desc.model_copy(update=update) if update else desc
+
+
+def _positive_int(d: Mapping[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
 @contextmanager
 def malformed_config_guard(source: str) -> Iterator[None]:
     """Last line of defence: a field of a type no adapter expects is a ConfigError, never a
@@ -447,8 +476,9 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
                           f"{type(config).__name__}")
     from kvplan.models import drafts as _drafts
     with malformed_config_guard(source):
-        return _drafts.describe_draft(config, source=source, method=method, target=target,
+        desc = _drafts.describe_draft(config, source=source, method=method, target=target,
                                       hf_quant_config=hf_quant_config)
+        return _with_raw_facts(desc, Cfg(config, source))
 
 
 def mtp_draft(target: ModelDescription, num_layers: int | None = None) -> ModelDescription:

@@ -19,7 +19,7 @@ from kvplan.models.description import (
     QuantizationInfo,
     RopeScaling,
 )
-from kvplan.models.max_len import POSSIBLE_KEYS
+from kvplan.models.resolution.max_len import POSSIBLE_KEYS
 
 _MISSING: Any = object()
 
@@ -336,8 +336,8 @@ def max_positions(text: Cfg, top: Cfg | None = None) -> int | None:
     value = text.get_int("max_position_embeddings", None)
     if value is not None or top is None:
         return value
-    from kvplan.models.accessors import derive_max_model_len
-    from kvplan.models.resolve import resolve
+    from kvplan.models.resolution.accessors import derive_max_model_len
+    from kvplan.models.resolution.resolve import resolve
     try:
         derived, key = derive_max_model_len(resolve(top.data, top.source))
     except KvplanError:
@@ -372,8 +372,12 @@ def rope_scaling(text: Cfg) -> tuple[RopeScaling, ...]:
         rope_type = str(rp.get("rope_type") or rp.get("type") or "default")
         rope_type = {"su": "longrope", "mrope": "default"}.get(rope_type, rope_type)
         factor = rp.get("factor")
+        original = rp.get("original_max_position_embeddings")
         out.append(RopeScaling(rope_type=rope_type, factor=factor
                                if isinstance(factor, int | float) and not isinstance(factor, bool)
+                               else None,
+                               original_max_position_embeddings=original
+                               if isinstance(original, int) and not isinstance(original, bool)
                                else None))
     return tuple(out)
 
@@ -393,6 +397,7 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         max_pos = max_positions(text, top)  # absent → transformers' class default (lazy)
         if max_pos is not None and not lengths:
             lengths["max_position_embeddings"] = max_pos
+    is_encoder_decoder = bool(top.get("is_encoder_decoder", False))
     return ModelDescription(
         source=top.source,
         model_type=model_type or str(top.get("model_type", text.get("model_type", ""))),
@@ -409,7 +414,9 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
         max_length_fields=tuple(lengths.items()),
         rope_scaling=rope_scaling(text),
         use_mla=use_mla,
-        is_encoder_decoder=bool(top.get("is_encoder_decoder", False)),
+        is_encoder_decoder=is_encoder_decoder,
+        # vLLM's encoder-decoder models are not SupportsPP (ModelConfig.verify_with_parallel_config)
+        supports_pipeline_parallel=not is_encoder_decoder,
         warnings=tuple(top.warnings),
     )
 

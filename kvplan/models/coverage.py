@@ -4,7 +4,12 @@
   architecture → module, class, registry tables, interfaces, attention building blocks.
 * `kvplan/data/coverage.csv` — one row per registry architecture: the kvplan path that plans it
   (`adapter:<name>`, `generic`, `draft:<method>`) or `refused:<reason>` with the reason in words,
-  and `pending` naming the branch that brings the path when it is not in this one yet.
+  and `pending` naming the branch that brings the path when it is not in this one yet; for every
+  `adapter:*` and `generic` row, `confirmed`: the config on which vLLM 0.34.0's own start-up code
+  (the e2e harness) and kvplan agree — `real:<folder>` (a published config.json) or
+  `defaults:<folder>` (built from the defaults of the configuration class vLLM uses) — or
+  `no: <reason>` (tools/confirm_coverage.py; tests/models/test_coverage_confirmed.py replays
+  each confirming plan against vLLM's output, kept as a golden beside the config).
 
 Reading them is cheap (no transformers); both are loaded once, on first use.
 """
@@ -20,7 +25,7 @@ from typing import Any
 
 REGISTRY_FILE = "vllm_registry_0.34.0.json"
 COVERAGE_FILE = "coverage.csv"
-COVERAGE_COLUMNS = ("architecture", "category", "path", "pending", "reason")
+COVERAGE_COLUMNS = ("architecture", "category", "path", "pending", "reason", "confirmed")
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,17 @@ class CoverageRow:
     path: str  # adapter:<name> | generic | draft:<method> | refused:<code>
     pending: str  # "" when this branch plans it as `path` says, else the owner of that path
     reason: str  # why it is refused, or a note on how it is planned
+    confirmed: str  # real:<folder> | defaults:<folder> | no: <reason> | "" (draft/refused rows)
 
     @property
     def refused(self) -> bool:
         return self.path.startswith("refused:")
+
+    @property
+    def confirmed_by(self) -> str | None:
+        """"real" / "defaults": the kind of config vLLM's own code confirmed this row on."""
+        kind, sep, _ = self.confirmed.partition(":")
+        return kind if sep and kind in ("real", "defaults") else None
 
 
 def _data(name: str) -> Any:

@@ -2,7 +2,7 @@
 
 A `ModelDescription` holds what the checkpoint says (kinds, total heads, head dims, windows,
 MLA ranks, state-space dims, dtypes, quantization). It knows nothing of vLLM's rules: per-rank
-division, block sizes and page sizes are applied later (`kvplan.models.build`).
+division, block sizes and page sizes are applied later (`kvplan.engines.vllm.build`).
 """
 
 from __future__ import annotations
@@ -148,6 +148,10 @@ class QuantizationInfo(Frozen):
     weight_format: str | None = None  # e.g. FP8, NVFP4, MXFP4, int4
     kv_cache_dtype: str | None = None  # KV dtype the checkpoint declares (e.g. fp8, nvfp4)
     source: str | None = None  # which file/field said so
+    # the KV quantization the checkpoint declares, as written (ModelOpt kv_cache_quant_algo,
+    # "FP8" for an 8-bit float kv_cache_scheme), upper case, whether or not vLLM honours it
+    # (SGLang's quant configs read it whatever the file's producer: kvplan.engines.sglang)
+    kv_cache_quant_algo: str | None = None
 
 
 class RopeScaling(Frozen):
@@ -155,6 +159,33 @@ class RopeScaling(Frozen):
     one per layer type when nested). Only what vLLM's max-length rule reads."""
     rope_type: str = "default"  # legacy `type` read as rope_type; su → longrope, mrope → default
     factor: int | float | None = None  # as written (int stays int: it changes vLLM's message)
+    # the set's own original_max_position_embeddings (SGLang's get_context_length ignores the
+    # factor when the rope scaling carries one)
+    original_max_position_embeddings: int | None = None
+
+
+class VisionTowerDims(Frozen):
+    """The config's `vision_config`, as SGLang's VLM memory heuristic reads it
+    (memory_hook.adjust_mem_fraction_for_vlm); None: the key is absent."""
+    num_hidden_layers: int | None = None
+    hidden_size: int | None = None
+
+
+class AttentionConstraint(Frozen):
+    """What a model's attention code asserts at start-up (e.g. Flint: FlashInfer, bfloat16 only);
+    `name` is the model as vLLM's assertion names it."""
+    name: str
+    backend: str  # the only attention backend it runs on (vLLM's name)
+    model_dtypes: tuple[str, ...]  # the model dtypes it accepts
+    kv_cache_dtypes: tuple[str, ...]  # the --kv-cache-dtype values it accepts
+
+
+FP8_DS_MLA = "fp8_ds_mla"  # ModelDescription.mla_kv_layout: DeepSeek-V4's packed MLA records
+
+# vLLM's words when a model's code refuses pipeline parallelism (ModelConfig.
+# verify_with_parallel_config: the architecture does not implement SupportsPP)
+NO_PIPELINE_PARALLEL = ("Pipeline parallelism is not supported for this model. Supported models "
+                        "implement the `SupportsPP` interface.")
 
 
 class ModelDescription(Frozen):
@@ -190,10 +221,38 @@ class ModelDescription(Frozen):
     # vLLM registers the architecture as a pooling model: its classes' default (seq, tok)
     # pooling types (kvplan.models.pooling); None: a generation architecture
     pooling_defaults: tuple[str | None, str] | None = None
+    # the config has a `vision_config` (None: it has none)
+    vision_tower: VisionTowerDims | None = None
+    # the text config's `num_nextn_predict_layers` key as written (None: absent); SGLang's
+    # ModelConfig reads only this key, where num_nextn_predict_layers above also counts
+    # mtp_num_hidden_layers and class defaults
+    nextn_predict_layers_key: int | None = None
+    # a block draft head's block size as its config states it (DFlash: dflash_config.block_size
+    # or the top-level block_size): the verify window SGLang's DFLASH worker drafts
+    draft_block_size: int | None = None
     warnings: tuple[str, ...] = ()  # assumptions made while reading the config
+    # Family rules: what the architecture's model code decides, set by its adapter (the engines
+    # read these, never the family name). An MTP draft inherits them from its target.
+    # vLLM's model class implements SupportsPP (False: PP > 1 is refused)
+    supports_pipeline_parallel: bool = True
+    # why the model's code refuses a speculative config (None: it takes one), in vLLM's words
+    speculative_decoding_refusal: str | None = None
+    # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
+    # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
+    gdn_prefill_checkpoints: bool = True
+    # K and V of different head sizes run on the *_DIFFKV attention backends (MiMo-V2)
+    diff_kv_attention: bool = False
+    # the MLA cache layout the model's attention fixes: "fp8_ds_mla" (DeepSeek-V4: auto / fp8 KV
+    # become its packed 584-byte records); None: the layout follows --kv-cache-dtype
+    mla_kv_layout: str | None = None
+    attention_constraint: AttentionConstraint | None = None  # e.g. Flint's FlashInfer / bf16
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp
     num_target_layers: int | None = None
+
+    @property
+    def supports_speculative_decoding(self) -> bool:
+        return self.speculative_decoding_refusal is None
 
     @property
     def is_hybrid(self) -> bool:
@@ -206,3 +265,9 @@ class ModelDescription(Frozen):
         for layer in self.layers:
             counts[layer.kind.value] = counts.get(layer.kind.value, 0) + 1
         return counts
+
+
+# the family-rule fields of ModelDescription (copied from a target to its MTP draft)
+FAMILY_RULES = ("supports_pipeline_parallel", "speculative_decoding_refusal",
+                "gdn_prefill_checkpoints", "diff_kv_attention", "mla_kv_layout",
+                "attention_constraint")

@@ -20,8 +20,8 @@ from kvplan.models._common import (
     num_layers_of,
     positive_window,
 )
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.llama import llama_layers
+from kvplan.models.description import FAMILY_RULES, FP8_DS_MLA, LayerDescription, LayerKind, ModelDescription
+from kvplan.models.families._shared import DSV4, dsv4_layer_caches, llama_layers
 from kvplan.models.quant import quantization_info
 
 DRAFT_METHODS = ("dflash", "eagle", "eagle3", "dspark")
@@ -196,7 +196,6 @@ def dspark_layers(cfg: Cfg, archs: tuple[str, ...], first: int
         raise UnsupportedError(
             f"{cfg.source}: only DeepSeek-V4's DSpark draft (DSparkDraftModel) is modelled; "
             f"got {', '.join(archs) or 'no architectures'}", hint=SPECS_HINT)
-    from kvplan.models.deepseek_v4 import dsv4_layer_caches
     n = cfg.get_int("num_hidden_layers", None) or first
     count = cfg.get_int("n_mtp_layers", None) or 3
     head_dim = cfg.int_default("head_dim", 512)
@@ -241,6 +240,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
     first = _target_layers(target, cfg)
     target_window = target.model_sliding_window if target is not None else None
     archs = architectures(cfg) or architectures(top)
+    rules: dict[str, Any] = {}  # family rules of the draft's own layers (ModelDescription)
     if cfg.get("model_type") == "qwen3" and not cfg.has("head_dim"):
         cfg.warn("qwen3 draft without head_dim: used Qwen3Config's default 128")
         cfg = Cfg({**cfg.data, "head_dim": 128}, cfg.source, cfg.path, cfg.warnings)
@@ -252,9 +252,9 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
         layers = dflash_layers(cfg, first, target_window)
         family = "dspark"
     elif method == "dspark":
-        from kvplan.models.deepseek_v4 import DSV4
         layers, first = dspark_layers(cfg, archs, first)
         family = DSV4
+        rules["mla_kv_layout"] = FP8_DS_MLA  # DeepseekV4DecoderLayers: the fp8_ds_mla layout
     elif method == "dflash":
         layers = dflash_layers(cfg, first, target_window)
         family = "dflash2" if any("DFlash2" in a for a in archs) else "dflash"
@@ -275,7 +275,7 @@ def describe_draft(config: Mapping[str, Any], *, source: str, method: str | None
                   quantization=quantization_info(top, cfg, hf_quant_config), dtype=dtype,
                   model_type=str(cfg.get("model_type", top.get("model_type", ""))))
     return desc.model_copy(update={"draft_method": method, "num_target_layers": first,
-                                   "architectures": archs})
+                                   "architectures": archs, **rules})
 
 
 def hidden_state_draft(target: ModelDescription, target_config: Mapping[str, Any],
@@ -351,4 +351,5 @@ def mtp_draft(target: ModelDescription, num_layers: int | None = None) -> ModelD
         layers=target.mtp_layers[: count * per_module], quantization=target.quantization,
         num_nextn_predict_layers=n0, use_mla=target.use_mla,
         model_sliding_window=target.model_sliding_window,
-        draft_method="mtp", num_target_layers=num_target)
+        draft_method="mtp", num_target_layers=num_target,
+        **{rule: getattr(target, rule) for rule in FAMILY_RULES})

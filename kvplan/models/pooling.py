@@ -15,12 +15,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvplan.errors import InputError
-from kvplan.models._common import Cfg, finish, model_dtype, num_layers_of, text_cfg
-from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
-from kvplan.models.quant import quantization_info
+from kvplan.models._common import Cfg, text_cfg
+from kvplan.models.description import LayerKind, ModelDescription
 
 RUNNERS = ("auto", "generate", "pooling", "draft")
 CONVERTS = ("auto", "none", "embed", "classify")
@@ -40,7 +38,13 @@ DECODER_POOLING: dict[str, tuple[str, str]] = {
 # bidirectional variants of decoders (vLLM sets is_causal False: models/config.py)
 BIDIRECTIONAL_DECODERS: dict[str, tuple[str, str]] = {
     "LlamaBidirectionalModel": _LAST_ALL, "LlamaBidirectionalForSequenceClassification": _LAST_ALL,
-    "VoyageQwen3BidirectionalEmbedModel": _LAST_ALL, "DeepseekV3BidirectionalModel": _LAST_ALL,
+    "VoyageQwen3BidirectionalEmbedModel": _LAST_ALL,
+}
+# bidirectional only when the config says so: vLLM has no config hook forcing is_causal for
+# them; the layers read `getattr(config, "is_causal", True)` (deepseek_v2.py
+# DeepseekV2Attention / DeepseekV2MLAAttention: Attention, MLA included, unless it is False)
+CONFIG_CAUSAL_DECODERS: dict[str, tuple[str, str]] = {
+    "DeepseekV3BidirectionalModel": _LAST_ALL,
 }
 # encoder-only models: every attention layer is EncoderOnlyAttention (bert.py, roberta.py,
 # bert_with_rope.py, modernbert.py, colbert.py)
@@ -59,10 +63,17 @@ ENCODER_ONLY: dict[str, tuple[str, str]] = {
 }
 
 
+# registry entries whose class is the bare decoder (no *ForCausalLM holding it as `.model`):
+# vLLM builds it with prefix "" as the pooling model, so its layers are ".layers.{i}..."
+# (registry.py "Gemma3TextModel": ("gemma3", "Gemma3Model"); gemma3.py Gemma3Model:
+# make_layers(prefix=f"{prefix}.layers"))
+BARE_DECODERS = frozenset({"Gemma3TextModel"})
+
+
 def pooling_arch(archs: tuple[str, ...]) -> str | None:
     """The first architecture vLLM registers as a pooling model that kvplan plans."""
     return next((a for a in archs if a in DECODER_POOLING or a in BIDIRECTIONAL_DECODERS
-                 or a in ENCODER_ONLY), None)
+                 or a in CONFIG_CAUSAL_DECODERS or a in ENCODER_ONLY), None)
 
 
 def _is_causal(cfg: Cfg, arch: str) -> bool:
@@ -89,27 +100,16 @@ def mark_pooling(desc: ModelDescription, top: Cfg) -> ModelDescription:
     arch = pooling_arch(desc.architectures)
     if arch is None:
         return desc
-    types = DECODER_POOLING.get(arch) or BIDIRECTIONAL_DECODERS.get(arch) or ENCODER_ONLY[arch]
+    types = (DECODER_POOLING.get(arch) or BIDIRECTIONAL_DECODERS.get(arch)
+             or CONFIG_CAUSAL_DECODERS.get(arch) or ENCODER_ONLY[arch])
     desc = desc.model_copy(update={"pooling_defaults": types})
+    if arch in BARE_DECODERS:
+        desc = desc.model_copy(update={"layers": tuple(
+            layer.model_copy(update={"name": layer.name.removeprefix("model")})
+            if layer.name.startswith("model.layers.") else layer for layer in desc.layers)})
     if arch in ENCODER_ONLY or not _is_causal(top, arch):
         desc = as_encoder_only(desc)
     return desc
-
-
-def describe_encoder_only(top: Cfg, hf_quant_config: dict[str, Any] | None
-                          ) -> ModelDescription:
-    """A BERT-style encoder: num_hidden_layers EncoderOnlyAttention layers (no KV cache)."""
-    text = text_cfg(top)
-    num_layers = num_layers_of(text)
-    heads = text.req_int("num_attention_heads")
-    hidden = text.req_int("hidden_size")
-    head = text.get_int("head_dim", None) or hidden // heads
-    layers = [LayerDescription(index=i, name=f"encoder.layer.{i}.attention.attn",
-                               kind=LayerKind.ENCODER_ONLY, num_kv_heads=heads, head_size=head)
-              for i in range(num_layers)]
-    return finish(top, text, family="encoder_only", layers=layers,
-                  dtype=model_dtype(top, text),
-                  quantization=quantization_info(top, text, hf_quant_config))
 
 
 @dataclass(frozen=True)

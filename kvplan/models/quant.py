@@ -133,6 +133,7 @@ def quantization_info(top: Cfg, text: Cfg, hf_quant_config: Mapping[str, Any] | 
     if qc is None:
         return QuantizationInfo()
     qc = dict(qc)
+    declared_kv = _declared_kv_quant_algo(qc)
     method, algo = _normalize(qc, where, top)
     kv: str | None = None
     if method is not None and method.startswith("modelopt"):
@@ -149,4 +150,22 @@ def quantization_info(top: Cfg, text: Cfg, hf_quant_config: Mapping[str, Any] | 
                 "num_bits=8, type=float only")
         kv = "fp8"
     return QuantizationInfo(method=method, weight_format=_weight_format(method, algo, qc),
-                            kv_cache_dtype=kv, source=where)
+                            kv_cache_dtype=kv, source=where, kv_cache_quant_algo=declared_kv)
+
+
+def _declared_kv_quant_algo(qc: Mapping[str, Any]) -> str | None:
+    """The KV quantization a quantization config declares, as written: `kv_cache_quant_algo`
+    (nested under `quantization` in hf_quant_config.json, or flat), or "FP8" for an 8-bit float
+    `kv_cache_scheme` (SGLang: ModelOptFp8Config.from_config, CompressedTensorsConfig)."""
+    nested = qc.get("quantization")
+    inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else qc
+    for section in (inner, qc):
+        scheme = section.get("kv_cache_scheme")
+        if isinstance(scheme, Mapping):
+            if scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+                return "FP8"
+            return None
+        algo = section.get("kv_cache_quant_algo")
+        if isinstance(algo, str) and algo.strip():
+            return algo.strip().upper()
+    return None

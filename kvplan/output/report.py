@@ -1,18 +1,15 @@
-"""Render a `Plan`: rich table, JSON, markdown. Renders only; never computes a number."""
+"""Render a `Plan` (check, explain, --serve, --from-log) and `kvplan ci`'s table of plans: rich
+table, JSON, markdown. Renders only; never computes a number."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from kvplan.analysis.plan import GroupRow, Plan, Verdict
 from kvplan.budget.kv_memory import TermComparison
+from kvplan.output.tables import Column, print_table
 
 
 def _b(n: int) -> str:
@@ -22,19 +19,6 @@ def _b(n: int) -> str:
 def _kib(n: int) -> str:
     v = n / 1024
     return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
-
-
-def _size(n: int) -> str:
-    """Human page size: 65,536 → 64 KiB; 3,354,624 → 3.2 MiB (exact bytes are in --json)."""
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= factor:
-            v = n / factor
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.2f} {unit}"
-    return f"{n} B"
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:,.2f} MiB"
 
 
 def _workers(values: list, fmt=str) -> str:  # type: ignore[no-untyped-def,type-arg]
@@ -99,7 +83,7 @@ def _render_main(plan: Plan, console: Console) -> None:
         console.print(f"  [dim]= {budget.available_kv_bytes_per_gpu / 2**30:9.2f} GiB "
                       f"available for the KV cache {what}[/]")
     if budget is not None and budget.log_comparison:
-        console.print(_log_comparison_table(budget.log_comparison))
+        _log_comparison_table(budget.log_comparison, console)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
     for n in plan.notes:
@@ -109,18 +93,11 @@ def _render_main(plan: Plan, console: Console) -> None:
                       f"vLLM fails while grouping the layers: {escape(plan.error_type or '')}: "
                       f"{escape(plan.error_message or '(no message)')}")
         return
-    table = Table(title="KV cache groups: block demand of one request at max_model_len",
-                  title_justify="left", show_lines=False, pad_edge=False,
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    table.add_column("grp", justify="right", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("layers", justify="right", no_wrap=True)
-    table.add_column("block", justify="right", no_wrap=True)
-    table.add_column("page KiB", justify="right", no_wrap=True)
-    table.add_column("pad %", justify="right", no_wrap=True)
-    table.add_column("blk/req", justify="right", no_wrap=True)
-    table.add_column("GiB/req", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
+    columns = [Column("grp", "right", key=True), Column("kind", key=True, bare=True), Column("layers", "right"),
+               Column("block", "right"), Column("page KiB", "right", drop=2),
+               Column("pad %", "right", drop=3), Column("blk/req", "right"),
+               Column("GiB/req", "right", drop=1), Column("share", "right", drop=4)]
+    rows: list[list[str | Text]] = []
     legend: list[str] = []
     for ids, g, count in _collapse(plan):
         page = (_kib(g.page_size_bytes) if g.natural_page_size_bytes == g.page_size_bytes
@@ -131,13 +108,14 @@ def _render_main(plan: Plan, console: Console) -> None:
         pad_style = "red" if g.padding_pct >= 50 else ""
         per_group = f" ×{count}" if count > 1 else ""
         legend.append(f"{ids}: {escape(g.layers)}")
-        table.add_row(ids, kind, f"{g.num_layers}{per_group}",
-                      _b(g.block_size_tokens), page,
-                      Text(f"{g.padding_pct:.1f}", style=pad_style),
-                      _b(g.blocks_per_request * count),
-                      f"{g.bytes_per_request * count / 2**30:.2f}",
-                      f"{g.share_of_total_pct * count:.1f}%")
-    console.print(table)
+        rows.append([ids, kind, f"{g.num_layers}{per_group}",
+                     _b(g.block_size_tokens), page,
+                     Text(f"{g.padding_pct:.1f}", style=pad_style),
+                     _b(g.blocks_per_request * count),
+                     f"{g.bytes_per_request * count / 2**30:.2f}",
+                     f"{g.share_of_total_pct * count:.1f}%"])
+    print_table(console, columns, rows, pad_edge=False, what="group",
+                title="KV cache groups: block demand of one request at max_model_len")
     console.print("[dim]layers " + "  ·  ".join(legend) + "[/]")
     for w in plan.padding_layer_warnings:
         console.print(f"[dim]vLLM: {escape(w)}[/]")
@@ -204,32 +182,30 @@ def render_explanation(plan: Plan, console: Console) -> None:
         console.print(f"  {share:>6}  {escape(c.text)}")
     if not ex.what_ifs:
         return
-    table = Table(title="What if (each recomputed by the engine)", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    table.add_column("change", overflow="fold")
-    table.add_column("needed GiB", justify="right", no_wrap=True)
-    table.add_column("avail GiB", justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    columns = [Column("change", wrap=True, key=True, bare=True), Column("needed GiB", "right"),
+               Column("avail GiB", "right", drop=1), Column("verdict", wrap=True)]
+    rows: list[list[str | Text]] = []
     for w in ex.what_ifs:
         verdict = ("invalid" if w.fits is None else "FITS" if w.fits else "DOES NOT FIT")
         style = "green" if w.fits else ("yellow" if w.fits is None else "red")
         if w.note and w.fits is None:
             verdict += f": {w.note}"
-        table.add_row(escape(w.change), w.needed_gib or "-", w.available_gib or "-",
-                      Text(verdict, style=style))
-    console.print(table)
+        rows.append([w.change, w.needed_gib or "-", w.available_gib or "-",
+                     Text(verdict, style=style)])
+    print_table(console, columns, rows, title="What if (each recomputed by the engine)",
+                what="what-if")
 
 
-def _log_comparison_table(rows: tuple[TermComparison, ...]) -> Table:
+def _log_comparison_table(rows: tuple[TermComparison, ...], console: Console) -> None:
     """vLLM's logged memory terms beside kvplan's estimate of each."""
-    table = Table(title="memory per GPU: vLLM's log vs kvplan's estimate", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
-    for col in ("term", "logged GiB", "kvplan GiB", "kvplan − log"):
-        table.add_column(col, justify="left" if col == "term" else "right")
+    columns = [Column("term", wrap=True, key=True, bare=True), Column("logged GiB", "right"),
+               Column("kvplan GiB", "right"), Column("kvplan − log", "right", drop=1)]
+    cells: list[list[str | Text]] = []
     for r in rows:
         diff = "-" if r.difference_bytes is None else f"{r.difference_bytes / 2**30:+.2f}"
-        table.add_row(r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff)
-    return table
+        cells.append([r.name, _gib_or_dash(r.logged_bytes), _gib_or_dash(r.estimated_bytes), diff])
+    print_table(console, columns, cells, pad_edge=False, what="term",
+                title="memory per GPU: vLLM's log vs kvplan's estimate")
 
 
 def render_json(plan: Plan) -> str:
@@ -293,294 +269,30 @@ def render_markdown(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
-    table = Table(title="GPU catalogue (memory as the CUDA/HIP runtime reports it)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col in ("name", "arch", "memory", "fp8 KV", "nvfp4 KV", "USD/h"):
-        table.add_column(col, justify="right" if col in ("memory", "USD/h") else "left")
-    for g in rows:
-        mem = f"{g.total_memory_bytes / 2**30:.2f} GiB" if g.total_memory_bytes else "unmeasured"
-        if g.total_memory_nominal:
-            mem += "*"
-        price = "-" if g.usd_per_hour is None else f"{g.usd_per_hour:.2f}" + (
-            "~" if (g.usd_per_hour_source or "").startswith("estimate") else "")
-        table.add_row(escape(g.name), escape(g.arch), mem, "yes" if g.supports_fp8_kv else "-",
-                      "yes" if g.supports_nvfp4_kv else "-", price)
-    console.print(table)
-    console.print("[dim]* nominal: the vendor's capacity less the runtime reserve, not measured; "
-                  "pass --gpu-memory with the runtime total (torch.cuda.mem_get_info()[1]).[/]")
-    console.print("[dim]USD/h: typical on-demand price per GPU (~ = estimate); sources in "
-                  "`kvplan gpus --json` and docs/gpu-catalogue.md; override with --price GPU=USD.[/]")
-
-
-def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
-    """`kvplan fit`: the cheapest deployments first, each with its serve and check lines."""
-    t = fit.target
-    console.print(Text.assemble(("kvplan fit", "bold"), f"  model {t.model}",
-                                f"  draft {t.draft}" if t.draft else "",
-                                f"  vLLM {t.vllm_version}"))
-    console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
-                  f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
-                  f"{t.max_gpus} GPUs")
-    if fit.candidates:
-        table = Table(title="cheapest first (USD per hour, then GPU count)", title_justify="left",
-                      box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-        for col, just in (("#", "right"), ("GPU", "left"), ("n", "right"),
-                          ("TP×PP×DP", "left"), ("KV", "left"), ("draft", "left"),
-                          ("conc.", "right"), ("KV tokens", "right"), ("headroom", "right"),
-                          ("USD/h", "right")):
-            table.add_column(col, justify=just,  # type: ignore[arg-type]
-                             no_wrap=col != "GPU", overflow="fold")
-        for i, c in enumerate(fit.candidates, 1):
-            usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:.2f}"
-            name = c.gpu.removeprefix("NVIDIA ").removeprefix("AMD Instinct ")
-            table.add_row(str(i), escape(name) + ("*" if c.total_memory_nominal else ""),
-                          str(c.num_gpus),
-                          f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
-                          f"{c.data_parallel_size}",
-                          "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]),
-                          "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
-                          f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
-        console.print(table)
-        for i, c in enumerate(fit.candidates, 1):
-            console.print(f"{i}. [dim]$[/] {escape(c.vllm_serve)}", soft_wrap=True)
-            console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
-        console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
-                      "per replica; headroom = conc. over the target"
-                      + ("; KV a=b: both planned identically (one row)" if any(
-                          c.merged_kv_cache_dtypes for c in fit.candidates) else "")
-                      + ("; * nominal GPU memory (not measured)" if any(
-                          c.total_memory_nominal for c in fit.candidates) else "")
-                      + ("; USD/h '-': no price, ranked last (give --price GPU=USD)" if any(
-                          c.usd_per_hour is None for c in fit.candidates) else "") + ".[/]")
-    else:
-        console.print(Text("NOTHING FITS", style="bold red"),
-                      f"no deployment of at most {t.max_gpus} GPUs serves {t.concurrency} × "
-                      f"{t.max_model_len:,} tokens" + ("; the nearest misses:" if fit.misses
-                                                        else "; no shape could be planned:"))
-        for m in fit.misses:
-            usd = "" if m.usd_per_gpu_hour is None else f" (${m.usd_per_gpu_hour:.2f}/GPU-h)"
-            console.print(f"  {escape(m.gpu)}{usd} TP {m.tensor_parallel_size} × PP "
-                          f"{m.pipeline_parallel_size}, KV "
-                          f"{'/'.join([m.kv_cache_dtype, *m.merged_kv_cache_dtypes])}, draft "
-                          f"{'on' if m.speculative else 'off'} — reaches {m.closeness:.0%} of the target: "
-                          f"{escape(m.lacks)}")
-        if fit.weights_need_more_gpus:
-            need = fit.weights_need_more_gpus
-            console.print(Text("the weights need more GPUs than --max-gpus "
-                               f"{t.max_gpus}:", style="bold"),
-                          ", ".join(f"{n} × {escape(g.removeprefix('NVIDIA '))}"
-                                    for g, n in need.items())
-                          + f" at least; rerun with --max-gpus {min(need.values())}")
-    by_dtype: dict[str, list[str]] = {}
-    by_reason: dict[str, list[str]] = {}
-    for s in fit.skipped:
-        if s.kv_cache_dtype is not None:
-            by_dtype.setdefault(s.kv_cache_dtype, []).append(s.gpu.removeprefix("NVIDIA "))
-        else:
-            by_reason.setdefault(s.reason, []).append(
-                f"TP {s.tensor_parallel_size}×PP {s.pipeline_parallel_size}")
-    for dt, names in by_dtype.items():
-        console.print(f"[dim]not tried: {dt} KV on {len(names)} GPU type(s) without native "
-                      f"support in this release ({escape(', '.join(names[:6]))}"
-                      f"{', …' if len(names) > 6 else ''}); reasons in --json[/]")
-    for reason, shapes in by_reason.items():
-        console.print(f"[dim]not plannable: {escape(', '.join(dict.fromkeys(shapes)))}: "
-                      f"{escape(reason)}[/]")
-    console.print(f"[dim]{fit.planned:,} replica shapes planned, {fit.pruned:,} skipped because "
-                  f"they cannot be cheaper; {fit.num_fitting:,} meet the target.[/]")
-
-
-# `kvplan layers`: kinds the group table's SHORT_KIND does not name
-_LAYER_KIND = {**SHORT_KIND, "mla_indexer": "indexer", "compressor_state": "compressor"}
-
-
-def render_layers(rows: list, notes: tuple[str, ...], console: Console) -> None:  # type: ignore[type-arg]
-    """Layers with the same numbers share one row (their names as a range below the table), so
-    a 160-layer model stays readable at 80 columns; --json keeps one row per layer."""
-    from kvplan.analysis.plan import compact_layer_range
-
-    for n in notes:
-        console.print(f"[yellow]note:[/] {escape(n)}")
-    same: dict[tuple, list] = {}  # type: ignore[type-arg]
-    for r in rows:
-        key = (r.kind, r.draft, r.heads_x_dim, r.window, r.dtype, r.backend, r.block_size_tokens,
-               r.page_bytes_per_token)
-        same.setdefault(key, []).append(r)
-    table = Table(title="Layers as vLLM's workers would report them (per TP rank)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    for col, just in (("#", "right"), ("n", "right"), ("kind", "left"), ("heads×dim", "right"),
-                      ("window", "right"), ("dtype", "left"), ("block", "right"),
-                      ("B/token", "right")):
-        short = col in ("#", "n", "kind", "window", "block")  # the rest may wrap, never cut
-        table.add_column(col, justify=just, no_wrap=short,  # type: ignore[arg-type]
-                         overflow="ellipsis" if short else "fold")
-    legend = []
-    for i, group in enumerate(same.values(), 1):
-        r = group[0]
-        dtype, _, quant = r.dtype.partition(" (")
-        per_tok = r.page_bytes_per_token
-        if "/" in per_tok and " " not in per_tok:  # an exact fraction: shown rounded
-            num, den = per_tok.split("/")
-            per_tok = f"≈{int(num) / int(den):.2f}"
-        per_tok = per_tok.replace(" state", "/req")
-        table.add_row(str(i), str(len(group)),
-                      _LAYER_KIND.get(r.kind, r.kind) + (" (draft)" if r.draft else ""),
-                      r.heads_x_dim.replace(" × ", "×"), f"{r.window:,}" if r.window else "-",
-                      escape(dtype.replace("/", "/ ")) + ("*" if quant else ""), f"{r.block_size_tokens:,}", per_tok)
-        extra = [x for x in (r.backend, quant.rstrip(")") and f"KV quant {quant.rstrip(')')}")
-                 if x]
-        legend.append(f"{i}: {escape(compact_layer_range([x.name for x in group]))}"
-                      + (f" [dim]({escape(', '.join(extra))})[/]" if extra else ""))
-    console.print(table)
-    for line in legend:
-        console.print(line)
-    console.print("[dim]n: layers with these numbers (their names above, by row) · heads×dim: KV "
-                  "heads × head size per rank, K/V when they differ; state layers: the state "
-                  "shapes · window: sliding window or chunk (tokens) · dtype*: quantized KV (mode "
-                  "above) · block: tokens per block · B/token: page bytes ÷ block tokens (≈: not "
-                  "a whole number; exact in --json) · /req: a state layer's bytes per request[/]")
-
-
-def _short_len(n: int) -> str:
-    if n >= 2**20 and n % 2**20 == 0:
-        return f"{n // 2**20}M"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n // 1024}k"
-    return f"{n:,}"
-
-
-def render_sweep(sweep, console: Console) -> None:  # type: ignore[no-untyped-def]
-    """Table (max concurrency per length; '-' = does not fit) and a bar chart of the largest
-    fitting max_model_len per GPU × KV dtype (log scale)."""
-    import math
-
-    table = Table(title=f"kvplan sweep: {escape(sweep.model)}"
-                  + (f" + {escape(sweep.draft)}" if sweep.draft else "")
-                  + " — max concurrency per max_model_len ('-' = does not fit)",
-                  title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
-    table.add_column("GPU")
-    table.add_column("KV")
-    table.add_column("KV GiB", justify="right")
-    table.add_column("largest fit", justify="right")
-    for n in sweep.lengths:
-        table.add_column(_short_len(n), justify="right")
-    for r in sweep.rows:
-        if r.error and not r.points:
-            table.add_row(escape(r.gpu), r.kv_cache_dtype, "-", "-",
-                          *([Text("error", style="yellow")] * len(sweep.lengths)))
-            continue
-        cells = {p.max_model_len: (f"{p.max_concurrency:.1f}x" if p.fits else "-")
-                 for p in r.points}
-        table.add_row(escape(r.gpu), r.kv_cache_dtype,
-                      f"{(r.available_kv_bytes or 0) / 2**30:.1f}",
-                      f"{r.largest_fitting_max_model_len or 0:,}",
-                      *[cells.get(n, "?") for n in sweep.lengths])
-    console.print(table)
-    for r in sweep.rows:
-        if r.error:
-            console.print(f"[yellow]{escape(r.gpu)} {r.kv_cache_dtype}:[/] {escape(r.error)}")
-        for w in r.warnings:
-            console.print(f"[yellow]warning:[/] {escape(w)}")
-    top = max(sweep.lengths)
-    width = 40
-    console.print("[bold]largest max_model_len that fits[/] (log scale, up to "
-                  f"{_short_len(top)})")
-    for r in sweep.rows:
-        v = r.largest_fitting_max_model_len or 0
-        frac = math.log2(v) / math.log2(top) if v > 1 else 0.0
-        bar = "█" * max(0, round(frac * width))
-        label = f"{r.gpu[:24]:<24} {r.kv_cache_dtype:<9}"
-        console.print(f"  {escape(label)} {bar} {_short_len(v) if v else 'none'}")
-    console.print(f"[dim]{sweep.plans_evaluated:,} plans evaluated[/]")
-
-
-def plot_sweep(sweep, path: str) -> None:  # type: ignore[no-untyped-def]
-    """A real chart: max concurrency vs max_model_len per GPU × KV dtype (matplotlib, optional)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from kvplan.errors import UnsupportedError
-
-        raise UnsupportedError("--plot needs matplotlib",
-                               hint="pip install 'kvplan[plot]' (or pip install matplotlib)") from None
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
-    for r in sweep.rows:
-        pts = [p for p in r.points if p.fits]
-        if pts:
-            ax.plot([p.max_model_len for p in pts], [p.max_concurrency for p in pts], marker="o",
-                    label=f"{r.gpu} · {r.kv_cache_dtype}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("max_model_len (tokens)")
-    ax.set_ylabel("max concurrency (requests at full length)")
-    ax.set_title(f"{sweep.model}" + (f" + {sweep.draft}" if sweep.draft else ""), fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
 def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-def]
-    table = Table(title="kvplan ci", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
-                  collapse_padding=True)
-    for col, just in (("deployment", "left"), ("verdict", "left"), ("needed GiB", "right"),
-                      ("avail GiB", "right"), ("largest fit", "right"), ("concurrency", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    columns = [Column("deployment", wrap=True, key=True, bare=True), Column("verdict"),
+               Column("needed GiB", "right"), Column("avail GiB", "right", drop=2),
+               Column("largest fit", "right", drop=1), Column("concurrency", "right", drop=3)]
+    rows: list[list[str | Text]] = []
     for e in batch.entries:
         if e.plan is None:
-            table.add_row(escape(e.name), Text("INVALID", style="yellow"), "-", "-", "-", "-")
+            rows.append([e.name, Text("INVALID", style="yellow"), "-", "-", "-", "-"])
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
         conc = f"{p.max_concurrency:.2f}x" if p.max_concurrency is not None else "-"
-        table.add_row(escape(e.name), verdict, " / ".join(p.total_gib_needed) or "-",
-                      " / ".join(p.check_gib) or "-",
-                      f"{min(p.estimated_max_model_len):,}" if p.estimated_max_model_len else "-",
-                      conc)
-    console.print(table)
+        rows.append([e.name, verdict, " / ".join(p.total_gib_needed) or "-",
+                     " / ".join(p.check_gib) or "-",
+                     f"{min(p.estimated_max_model_len):,}" if p.estimated_max_model_len else "-",
+                     conc])
+    print_table(console, columns, rows, title="kvplan ci", what="deployment")
     for e in batch.entries:
-        if e.error:
+        if e.error:  # one line each, as the terminal wraps it (URLs and flags stay whole)
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
-                          + (f" — {escape(e.hint)}" if e.hint else ""))
+                          + (f" — {escape(e.hint)}" if e.hint else ""), soft_wrap=True)
         elif e.plan is not None and e.plan.weights_limit is not None:
-            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}")
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}",
+                          soft_wrap=True)
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:
-            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}")
-
-
-class DelayedProgress:
-    """A progress bar on stderr that appears only once the work has taken `delay_s` seconds
-    (and only on a terminal). Call it as `progress(done, total)`; `close()` at the end."""
-
-    def __init__(self, console: Console, description: str, delay_s: float = 1.0,
-                 clock: Callable[[], float] | None = None) -> None:
-        import time
-
-        self._clock = clock or time.monotonic
-        self._start = self._clock()
-        self._console, self._description, self._delay_s = console, description, delay_s
-        self._bar: Any = None
-        self._task: Any = None
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if self._clock() - self._start < self._delay_s or not self._console.is_terminal:
-                return
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), console=self._console, transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(self._description, total=total)
-            self.shown = True
-        self._bar.update(self._task, completed=done, total=total)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+            console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.error_message)}",
+                          soft_wrap=True)

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from kvplan import __version__
 from kvplan.analysis.plan import Plan
+from kvplan.engines.vllm.build import Deployment
 from kvplan.errors import InputError, KvplanError
-from kvplan.models.build import Deployment
 from kvplan.pipeline.deploy import Request, evaluate
 from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
 
@@ -86,7 +86,7 @@ def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
     """The deployment a vLLM start-up log (`VllmLog`) describes, as deployment-file keys:
     its non-default args, the values its engine-config line resolved, its release and its
     logged KV memory. Returns (entry, flags kvplan does not model, notes)."""
-    from kvplan.engine.profiles import PROFILES
+    from kvplan.engines.vllm.profiles import PROFILES
 
     entry, skipped = serve_options(dict(log.non_default_args))
     notes: list[str] = []
@@ -106,7 +106,21 @@ def log_entry(log: Any) -> tuple[dict[str, Any], list[str], list[str]]:
                          "kvplan has (pass --vllm to choose)")
     if "kv_cache_memory" not in entry and log.limiting_available_kv_cache_gib is not None:
         entry["available_kv_gib"] = log.limiting_available_kv_cache_gib
+    elif "kv_cache_memory" not in entry and (gib := capacity_error_budget_gib(log)) is not None:
+        entry["available_kv_gib"] = gib
+        notes.append(f"the log's only KV memory figure is its capacity error's 'available KV "
+                     f"cache memory ({gib} GiB)': planned as the budget (that figure is after "
+                     "vLLM's null block; kvplan adds the block back)")
     return entry, skipped, notes
+
+
+def capacity_error_budget_gib(log: Any) -> float | None:
+    """The capacity error's "available KV cache memory (X GiB)" when the log has no other KV
+    memory line (PP workers whose lines were not captured, a pasted traceback): X, else None."""
+    err = log.capacity_error
+    if log.limiting_available_kv_cache_gib is not None or err is None:
+        return None
+    return err.available_gib  # type: ignore[no-any-return]
 
 
 def layer_entries(layers: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -183,7 +197,7 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
     kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
     gpu_mem = merged.pop("gpu_memory", None)
     if "hf_overrides" in merged:
-        from kvplan.models.overrides import hf_overrides_json
+        from kvplan.models.resolution.overrides import hf_overrides_json
 
         merged["hf_overrides"] = hf_overrides_json(merged["hf_overrides"])
     name = str(merged.pop("name", merged["model"]))
@@ -211,11 +225,20 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
 
 
 def run_batch(data: Any, *, vllm_version: str | None = None,
-              allow_long_max_model_len: bool = False) -> Batch:
+              allow_long_max_model_len: bool = False, engine: str | None = None) -> Batch:
     """Validate every entry first (a bad file is one error, exit 2), then plan them all.
-    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment."""
-    requests = []
+    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment. `engine`
+    plans every entry with that server; else each entry's `engine` key (default vLLM)."""
+    from kvplan.pipeline.sglang_batch import entry_engine, sglang_entry_request
+
+    requests: list[tuple[str, Any]] = []
     for name, entry, defaults in parse_deployments(data):
+        if entry_engine(entry, defaults, engine) == "sglang":
+            requests.append((name, sglang_entry_request(entry, defaults,
+                                                        f"deployment {name!r}")))
+            continue
+        entry = {k: v for k, v in entry.items() if k != "engine"}
+        defaults = {k: v for k, v in defaults.items() if k != "engine"}
         req = request_from_entry(entry, defaults, f"deployment {name!r}")
         if vllm_version:
             req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
@@ -225,7 +248,12 @@ def run_batch(data: Any, *, vllm_version: str | None = None,
     entries = []
     for name, req in requests:
         try:
-            plan = evaluate(req).plan
+            if isinstance(req, Request):
+                plan = evaluate(req).plan
+            else:  # an SGLang entry
+                from kvplan.pipeline.sglang import evaluate_sglang
+
+                plan = evaluate_sglang(req)
         except KvplanError as exc:
             exc.message = f"deployment {name!r}: {exc.message}"
             raise

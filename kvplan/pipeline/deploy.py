@@ -1,18 +1,19 @@
 """One deployment, end to end: hub → configs → weights → budget → specs → engine → `Plan`.
 
 The glue every command shares (`check`, `ci`, `sweep`, `--serve`, `--from-log`). It reads files
-only through `kvplan.sources.hub`; everything else is the pure modules in order.
+only through `kvplan.sources.hub` (`request.resolve`); everything else is the pure modules in
+order.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan.analysis.plan import Plan, WeightsLimit, build_plan
+from kvplan.analysis.weights_limit import BudgetAt, weights_limit
 from kvplan.budget.kv_memory import (
     NO_KV_MEMORY_WARNING,
     BudgetMode,
@@ -23,146 +24,14 @@ from kvplan.budget.kv_memory import (
     explained_budget,
     explicit_budget,
 )
-from kvplan.engine.planner import EngineResult, PlannerInput, plan
+from kvplan.engines.vllm.build import BuildResult, build
+from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.models.build import BuildResult, Deployment, build
-from kvplan.models.description import ModelDescription
+from kvplan.pipeline.request import Request, Resolved, catalogue_gpu, resolve, text_config
 from kvplan.units import GiB
 
 if TYPE_CHECKING:
     from kvplan.sources.vllm_log import LoggedMemory
-
-
-@dataclass(frozen=True)
-class Request:
-    """Everything a user says about one deployment (CLI flags, a serve line, a CI entry)."""
-
-    model: str
-    deployment: Deployment = field(default_factory=Deployment)
-    revision: str | None = None
-    draft: str | None = None
-    # speculative_config.draft_model_config.hf_config (extract_hidden_states reads its aux ids)
-    draft_hf_config: dict[str, Any] | None = None
-    gpu: str | None = None
-    gpu_memory_bytes: int | None = None  # --gpu-memory: the runtime total, overrides the catalogue
-    gpu_memory_utilization: float | None = None
-    kv_cache_memory_bytes: int | None = None  # vLLM's kv_cache_memory_bytes (explicit budget)
-    available_kv_gib: float | None = None  # from a vLLM "Available KV cache memory" log line
-    logged_memory: LoggedMemory | None = None  # the memory lines of that log
-    data_parallel_size: int = 1
-    enforce_eager: bool = False
-    explain: bool = False
-    label: str | None = None
-    hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
-    trust_remote_code: bool = False  # vLLM's --trust-remote-code
-    # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
-    diagnose_weights: bool = True
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """The loaded inputs of a request (reused by sweeps: configs are read once)."""
-
-    target: ModelDescription
-    draft: ModelDescription | None
-    target_config: dict[str, Any]
-    target_quant: dict[str, Any] | None
-    draft_config: dict[str, Any] | None
-    weight_headers: dict[str, dict] | None  # type: ignore[type-arg]
-    notes: tuple[str, ...]
-    # weight totals (and bytes per rank), computed once per loaded model: sweeps and `fit` plan
-    # the same model many times
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-def resolve(req: Request) -> Resolved:
-    """Load the target (and draft) configs and describe them."""
-    from kvplan import models as config
-    from kvplan.models.overrides import apply_hf_overrides, overrides_note
-    from kvplan.sources import hub
-    files = hub.load_model_files(req.model, revision=req.revision)
-    overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
-    target_config = apply_hf_overrides(files.config, overrides)
-    remote_note = _config_readable(req, files, target_config)
-    try:
-        target = config.describe_model(target_config, source=req.model,
-                                       hf_quant_config=files.hf_quant_config)
-    except UnsupportedError as exc:
-        _length_check_first(req, target_config, exc)
-        raise
-    notes = list(files.notes) + [n for n in [overrides_note(overrides), remote_note] if n]
-    method = req.deployment.speculative_method
-    draft_desc, draft_cfg = None, None
-    if req.draft is not None:
-        dfiles = hub.load_model_files(req.draft)
-        draft_note = _config_readable(req, dfiles, dfiles.config)
-        notes += [draft_note] if draft_note else []
-        draft_desc = config.describe_draft(dfiles.config, source=req.draft, method=method,
-                                           target=target, hf_quant_config=dfiles.hf_quant_config)
-        draft_cfg = dfiles.config
-        notes += list(dfiles.notes)
-    elif method == "mtp":
-        draft_desc = config.mtp_draft(target)
-    elif method == "extract_hidden_states":
-        from kvplan.models.drafts import hidden_state_draft
-        draft_desc = hidden_state_draft(target, target_config, req.draft_hf_config)
-    headers = None
-    if req.kv_cache_memory_bytes is None and req.available_kv_gib is None:
-        headers = hub.safetensors_headers(files)
-    return Resolved(target=target, draft=draft_desc, target_config=target_config,
-                    target_quant=files.hf_quant_config, draft_config=draft_cfg,
-                    weight_headers=headers, notes=tuple(notes))
-
-
-def _config_readable(req: Request, files: Any, cfg: dict[str, Any]) -> str | None:
-    """vLLM's first start-up step: reading config.json (remote code, unknown model types)."""
-    import os
-
-    from kvplan.models.resolution.remote_code import check_config_readable
-
-    if files.is_hub:
-        name, local = files.repo_id, None
-    else:  # vLLM is given the folder (a config.json path stands for its folder)
-        name = files.source if files.config_path != files.source else files.local_dir
-        local = os.path.abspath(name)
-    return check_config_readable(cfg, model_name=name, local_abspath=local,
-                                 trust_remote_code=req.trust_remote_code,
-                                 version=req.deployment.vllm_version)
-
-
-def _length_check_first(req: Request, cfg: dict[str, Any], exc: UnsupportedError) -> None:
-    """vLLM checks --max-model-len (ModelConfig) before it builds the model class: a refusal
-    that only building the model would raise (a draft head served as a target, a layer kvplan
-    cannot size) comes after vLLM's max-length refusal, which is raised here first."""
-    if exc.vllm_stage is not None:
-        return  # vLLM refused while reading the config: before the length check
-    from kvplan.models import length_only_description
-    from kvplan.models.max_len import verify_max_model_len
-
-    dep = req.deployment
-    if dep.max_model_len is not None:
-        verify_max_model_len(length_only_description(cfg, req.model), dep.max_model_len,
-                             allow_long=dep.allow_long_max_model_len)
-
-
-def _text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:
-    """The language-model part of a config, as the adapters read it (config._common.text_cfg)."""
-    from kvplan.models._common import Cfg, text_cfg
-
-    return dict(text_cfg(Cfg(cfg, source)).data)
-
-
-def _gpu(req: Request) -> tuple[Any, int | None, str | None]:
-    """(catalogue Gpu or None, sm version, note)."""
-    if req.gpu is None:
-        return None, None, None
-    from kvplan.budget import hardware
-    g = hardware.lookup_gpu(req.gpu)
-    note = f"GPU {req.gpu!r}: {g.resolved_from}" if g.resolved_from else None
-    if g.total_memory_nominal and req.gpu_memory_bytes is None:
-        nominal = f"{g.name}: {hardware.nominal_memory_note(g)}"
-        note = f"{note}; {nominal}" if note else nominal
-    return g, hardware.sm_version(g), note
 
 
 def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvBudget:
@@ -178,7 +47,7 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
                               "--kv-cache-memory SIZE or --available-kv-gib X")
     dep = built.planner_input
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    text = _text_config(res.target_config, req.model)
+    text = text_config(res.target_config, req.model)
     layers = text.get("num_hidden_layers")
     per_rank, how = weights_per_rank(req, res)
     moe = text.get("moe_intermediate_size")
@@ -199,7 +68,7 @@ def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:
     `res` has them, else the config's parameter counts; + the draft's."""
     from kvplan.budget import weights
     tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    text = _text_config(res.target_config, req.model)
+    text = text_config(res.target_config, req.model)
     # fields the config leaves to transformers' defaults (LLaVA's text_config) come from the
     # description the adapters built
     kv_heads = text.get("num_key_value_heads") or next(
@@ -332,7 +201,8 @@ class Evaluation:
     built: BuildResult
     budget: KvBudget
     planner_input: PlannerInput
-    dtype_warnings: tuple[str, ...] = ()  # the GPU cannot run a KV dtype natively (vLLM's gates)
+    dtype_warnings: tuple[str, ...] = ()  # the GPU serves a KV dtype dequantised, or refuses it
+    kv_refusal: str | None = None  # no attention backend takes the KV dtype: vLLM does not start
 
 
 def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
@@ -342,7 +212,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     if req.gpu_memory_utilization is not None and not 0 < req.gpu_memory_utilization <= 1:
         raise InputError(f"gpu_memory_utilization must be in (0, 1], got {req.gpu_memory_utilization}")
     res = res or resolve(req)
-    gpu, sm, gpu_note = _gpu(req)
+    gpu, sm, gpu_note = catalogue_gpu(req)
     dep = req.deployment
     if gpu is not None:
         dep = replace(dep, sm=sm, gpu_name=gpu.name,
@@ -356,22 +226,17 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                          "(vLLM asserts 'DCP not support sliding window.')",
                          hint="drop --decode-context-parallel-size for this model")
     built = build(res.target, dep, res.draft)
-    # the GPU's KV-dtype gates come first: a refusal needs no budget and no plan
-    gates: list[str] = []
-    if gpu is not None:
-        from kvplan.budget import hardware
-        for dt in dict.fromkeys((built.kv_cache_dtype, built.draft_kv_cache_dtype or built.kv_cache_dtype)):
-            reason = hardware.check_kv_dtype_supported(
-                gpu, dt, vllm_version=built.planner_input.vllm_version,
-                use_mla=res.target.use_mla)
-            if reason and (sm is None or sm < 80):
-                # no vLLM release has any kernel for it below Ampere: refuse, do not plan
-                raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
-            if reason:
-                gates.append(reason)
+    # the GPU's KV-dtype gates come first (budget.kv_dtype_support: one table for check, gpus,
+    # fit and sweep): dequantised is a warning, refused a plan that does not fit
+    gates, kv_refusal = kv_dtype_gates(gpu, sm, built, use_mla=res.target.use_mla)
     budget = _explain_budget(req, res, built, gpu, budget_for(req, res, built, gpu))
     # an estimate with nothing left for the KV cache: the weights are the cause (one warning)
-    limit = weights_limit(req, res, gpu, budget, built.planner_input.max_model_len)
+    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
+    search = budget_at(replace(req, diagnose_weights=False, explain=False), res) \
+        if req.diagnose_weights else None  # fit turns the search off
+    limit = weights_limit(budget, tp=tp, pp=pp, model=req.model, gpu=gpu,
+                          quantized=res.target_quant is not None,
+                          max_model_len=built.planner_input.max_model_len, budget_at=search)
     budget_warning = limit.summary if limit is not None else None
     extensible = bool(budget.extensible_kv_cache) and budget.mode is BudgetMode.ESTIMATED
     inp = replace(built.planner_input,
@@ -395,8 +260,12 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
                                     res.draft, result, built, inp, draft_layers,
                                     budget_per_gpu_fixed=budget.mode is not BudgetMode.ESTIMATED)
         if budget.mode is BudgetMode.ESTIMATED:
+            from kvplan.analysis.explain import as_planned, changes_something
+
+            base_row = as_planned(result)
             explanation = explanation.model_copy(update={"what_ifs": [
-                *explanation.what_ifs, *_budget_what_ifs(req, res, gpu, budget)]})
+                *explanation.what_ifs, *(w for w in _budget_what_ifs(req, res, gpu, budget)
+                                         if changes_something(w, base_row))]})
     if gpu is not None and gpu.is_amd:
         gpu_note = (gpu_note + "; " if gpu_note else "") + (
             "ROCm: backends are chosen by CUDA's rules here (ROCm's AITER/Triton backends may pick "
@@ -404,7 +273,7 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
     budget_notes = [w for w in budget.warnings if limit is None or w != NO_KV_MEMORY_WARNING]
     notes = [*res.notes, *([gpu_note] if gpu_note else []), *built.warnings, *budget_notes,
              *([budget_warning] if budget_warning else [])]
-    notes += gates
+    notes += [g for g in gates if g != kv_refusal]
     the_plan = build_plan(
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
@@ -412,106 +281,71 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size, weights_limit=limit)
+    if kv_refusal is not None:
+        the_plan = refused_kv_dtype(the_plan, built.kv_cache_dtype, kv_refusal)
     return Evaluation(plan=the_plan, result=result, built=built, budget=budget, planner_input=inp,
-                      dtype_warnings=tuple(gates))
+                      dtype_warnings=tuple(gates), kv_refusal=kv_refusal)
 
 
-MAX_GPUS_SEARCHED = 1024  # weights_limit: the largest TP×PP tried
+def kv_dtype_gates(gpu: Any, sm: int | None, built: BuildResult, *,
+                   use_mla: bool) -> tuple[list[str], str | None]:
+    """(warnings, the refusal or None) of the KV dtypes `built` uses on `gpu`, from the support
+    table: a dequantised path is a warning, no backend at all is a refusal (vLLM fails at
+    start-up). Below Ampere no release has a kernel: an error, nothing to plan."""
+    if gpu is None:
+        return [], None
+    from kvplan.budget import kv_dtype_support as kvs
+
+    version = built.planner_input.vllm_version
+    gates: list[str] = []
+    refusal = None
+    for dt in dict.fromkeys((built.kv_cache_dtype,
+                             built.draft_kv_cache_dtype or built.kv_cache_dtype)):
+        reason = kvs.check_kv_dtype_supported(gpu, dt, vllm_version=version, use_mla=use_mla)
+        if reason and (sm is None or sm < 80):
+            raise UnsupportedError(reason, hint="pick another --kv-cache-dtype or GPU")
+        if reason:
+            refusal = refusal or reason
+            gates.append(reason)
+            continue
+        answer = kvs.kv_dtype_support(gpu, dt, kvs.release(version), use_mla=use_mla)
+        if answer is not None and answer.support is kvs.KvSupport.DEQUANTISED:
+            gates.append(answer.text)
+    return gates, refusal
 
 
-def _budget_at(req: Request, res: Resolved, tp: int, pp: int, gpu_name: str | None = None
-               ) -> int | None:
-    """The estimated KV memory per GPU at TP×PP (on another GPU); None: the shape is invalid."""
-    r = replace(req, gpu=gpu_name or req.gpu,
-                deployment=replace(req.deployment, tensor_parallel_size=tp,
-                                   pipeline_parallel_size=pp))
-    g, sm, _ = _gpu(r)
-    try:
-        built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
-                      res.draft)
-        return budget_for(r, res, built, g).available_kv_bytes_per_gpu
-    except KvplanError:
-        return None
+def refused_kv_dtype(plan: Plan, kv_cache_dtype: str, reason: str) -> Plan:
+    """A plan whose KV dtype no attention backend takes on its GPU: vLLM does not start
+    (`CudaPlatform.get_attn_backend_cls` raises when every backend is invalid; its message then
+    lists each backend's reason, summed up here by kvplan's)."""
+    from kvplan.analysis.plan import FailureCause, Verdict
+
+    return plan.model_copy(update={
+        "verdict": Verdict.DOES_NOT_FIT, "fits": False, "failure_cause": FailureCause.OTHER,
+        "error_type": "ValueError",
+        "error_message": f"No valid attention backend found for cuda with kv_cache_dtype="
+                         f"{kv_cache_dtype}. kvplan: {reason}",
+        "estimated_max_model_len": [], "capacity_log_line": None, "max_concurrency": None,
+        "kv_cache_size_tokens": None, "num_blocks": None, "total_max_concurrency": None})
 
 
-def fewest_gpus_for_weights(req: Request, res: Resolved, start: int
-                            ) -> tuple[int, int, int] | None:
-    """(GPUs, TP, PP): the smallest TP×PP (powers of two from `start`) of `req`'s GPU whose share
-    of the weights leaves KV memory by the estimate; None up to MAX_GPUS_SEARCHED."""
-    tp = req.deployment.tensor_parallel_size
-    n = 1 << max(0, start - 1).bit_length()  # the power of two ≥ start
-    while n <= MAX_GPUS_SEARCHED:
-        shapes = [(t, n // t) for t in (1 << i for i in range(n.bit_length())) if n % t == 0]
-        fits = [(t, p, a) for t, p in shapes
-                if (a := _budget_at(req, res, t, p)) is not None and a > 0]
-        if fits:
-            # the given TP with more stages first, then the shape that leaves the most KV memory
-            t, p, _ = max(fits, key=lambda f: (f[0] == tp, f[2]))
-            return n, t, p
-        n *= 2
-    return None
+def budget_at(req: Request, res: Resolved) -> BudgetAt:
+    """`req`'s estimated KV memory per GPU at another TP × PP (on another catalogue GPU), for
+    the weights-limit search; None: that shape is invalid."""
 
+    def at(tp: int, pp: int, gpu_name: str | None) -> int | None:
+        r = replace(req, gpu=gpu_name or req.gpu,
+                    deployment=replace(req.deployment, tensor_parallel_size=tp,
+                                       pipeline_parallel_size=pp))
+        g, sm, _ = catalogue_gpu(r)
+        try:
+            built = build(res.target, replace(r.deployment, sm=sm) if g is not None else r.deployment,
+                          res.draft)
+            return budget_for(r, res, built, g).available_kv_bytes_per_gpu
+        except KvplanError:
+            return None
 
-def _weights_remedies(req: Request, res: Resolved, gpu: Any, weights: int, usable: int,
-                      total: int | None, max_model_len: int
-                      ) -> tuple[tuple[int, int, int] | None, list[str], list[str]]:
-    """What helps when the weights leave no KV memory: (the fewest GPUs as (GPUs, TP, PP), the
-    suggestions in words, catalogue GPUs that leave KV memory at the same TP × PP)."""
-    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    best = fewest_gpus_for_weights(req, res, tp * pp * 2)
-    tips: list[str] = []
-    roomy: list[str] = []
-    model = req.model if " " not in req.model else repr(req.model)
-    if best is not None:
-        tips.append(f"more GPUs: at least {best[0]} of this type (e.g. -tp {best[1]} -pp "
-                    f"{best[2]}); `kvplan fit {model} --max-model-len {max_model_len} "
-                    f"--concurrency 1{f' --gpu {gpu.name!r}' if gpu is not None else ''} "
-                    f"--max-gpus {best[0]}` searches TP/PP/DP and GPU types")
-    else:
-        tips.append(f"more GPUs: none of up to {MAX_GPUS_SEARCHED} of this type leave KV memory")
-    if res.target_quant is None:
-        tips.append(f"fp8 or another quantized checkpoint: about half the bytes "
-                    f"(~{weights / 2 / GiB:.1f} GiB per GPU here, "
-                    + ("within" if weights / 2 < usable else "still over")
-                    + f" {usable / GiB:.1f} GiB usable)")
-    else:
-        tips.append("a more strongly quantized checkpoint (fewer bytes per weight)")
-    if gpu is not None:
-        from kvplan.budget import hardware
-
-        bigger = [g for g in sorted(hardware.list_gpus(), key=lambda g: g.total_memory_bytes or 0)
-                  if (g.total_memory_bytes or 0) > (total or 0) and g.name != gpu.name]
-        roomy = [g.name for g in bigger if (a := _budget_at(req, res, tp, pp, g.name)) and a > 0][:3]
-        tips.append(f"a bigger GPU at TP {tp} × PP {pp}: " + (", ".join(roomy) if roomy
-                                                               else "none in the catalogue"))
-    return best, tips, roomy
-
-
-def weights_limit(req: Request, res: Resolved, gpu: Any, budget: KvBudget, max_model_len: int
-                  ) -> WeightsLimit | None:
-    """An estimated budget ≤ 0 means the weights (with vLLM's other start-up memory) take all
-    of the requested memory: say so, with the fewest GPUs that hold them and what else helps."""
-    if budget.mode is not BudgetMode.ESTIMATED or budget.available_kv_bytes_per_gpu > 0:
-        return None
-    terms = {t.name: t.num_bytes for t in budget.breakdown}
-    weights = -terms.get("model weights", 0)
-    if weights <= 0:
-        return None
-    usable = budget.available_kv_bytes_per_gpu + weights  # requested − the other deductions
-    tp, pp = req.deployment.tensor_parallel_size, req.deployment.pipeline_parallel_size
-    total = budget.total_memory_bytes
-    tips: list[str] = []
-    roomy: list[str] = []
-    best = None
-    if req.diagnose_weights:
-        best, tips, roomy = _weights_remedies(replace(req, diagnose_weights=False, explain=False),
-                                              res, gpu, weights, usable, total, max_model_len)
-    return WeightsLimit(
-        weight_bytes_per_gpu=weights, usable_bytes_per_gpu=usable,
-        gpu_total_memory_bytes=total, exceeds_gpu_memory=bool(total and weights > total),
-        tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        min_num_gpus=best[0] if best else None, min_tensor_parallel_size=best[1] if best else None,
-        min_pipeline_parallel_size=best[2] if best else None, bigger_gpus=roomy, suggestions=tips)
+    return at
 
 
 def _what_if(change: str, r: Request, res: Resolved) -> Any:
@@ -598,10 +432,10 @@ class LayerRow(BaseModel):
 
 def layer_rows(req: Request) -> tuple[list[LayerRow], tuple[str, ...]]:
     """The per-layer specs `evaluate` would plan, one row each."""
-    from kvplan.engine.specs import AttentionSpec, MambaSpec, bytes_per_token
+    from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, bytes_per_token
 
     res = resolve(req)
-    gpu, sm, note = _gpu(req)
+    gpu, sm, note = catalogue_gpu(req)
     dep = replace(req.deployment, sm=sm) if gpu is not None else req.deployment
     built = build(res.target, dep, res.draft)
     rows = []
@@ -647,11 +481,11 @@ def log_notes(log: Any, ev: Evaluation) -> list[str]:
                      + " (the budget planned here)")
     err = log.capacity_error
     p = ev.plan
-    if err is not None and err.needed_gib is not None:
-        ours = max(p.total_gib_needed, default="?")
-        same = "matches" if str(err.needed_gib) == ours else "differs from"
+    if err is not None and err.needed_gib is not None and any(
+            abs(float(x) - err.needed_gib) <= 0.0051 for x in p.total_gib_needed):
+        # a figure that differs is a warning (analysis.log_agreement), not a note
         notes.append(f"log: vLLM needed {err.needed_gib} GiB vs {err.available_gib} GiB; kvplan's "
-                     f"{ours} GiB {same} it")
+                     f"{max(p.total_gib_needed)} GiB matches it")
     if log.kv_cache_size_tokens and p.kv_cache_size_tokens is not None:
         notes.append(f"log: GPU KV cache size {log.kv_cache_size_tokens[0]:,} tokens; kvplan "
                      f"computes {p.kv_cache_size_tokens:,}")

@@ -18,107 +18,16 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from kvplan import __version__
 from kvplan.budget import hardware
+from kvplan.budget import kv_dtype_support as kvs
 from kvplan.budget.kv_memory import default_batch_limits
-from kvplan.engine.profiles import get_profile
-from kvplan.errors import InputError, KvplanError
+from kvplan.engines.vllm.profiles import get_profile
+from kvplan.errors import InputError, KvplanError, StartupError
 from kvplan.pipeline.deploy import Request, Resolved, evaluate, resolve
+from kvplan.pipeline.fit_result import FitCandidate, FitMiss, FitResult, FitSkip, FitTarget
 from kvplan.units import format_gib, normalize_kv_cache_dtype
 
-SCHEMA_VERSION = 1
 DEFAULT_KV_DTYPES = ("auto", "fp8", "nvfp4")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class FitTarget(_Frozen):
-    model: str
-    draft: str | None = None
-    max_model_len: int
-    concurrency: int = Field(description="concurrent requests of max_model_len tokens to serve")
-    vllm_version: str = Field(description="the release profile planned")
-    gpus: list[str]
-    kv_cache_dtypes: list[str]
-    max_gpus: int
-
-
-class FitCandidate(_Frozen):
-    gpu: str
-    num_gpus: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    data_parallel_size: int
-    kv_cache_dtype: str
-    speculative: bool = Field(description="the draft (speculative decoding) is on")
-    max_concurrency: float = Field(description="vLLM's maximum concurrency at max_model_len × DP")
-    requests_per_replica: int = Field(
-        description="whole max_model_len requests one replica holds (capped by max_num_seqs)")
-    kv_cache_size_tokens: int = Field(description="per replica (vLLM's 'GPU KV cache size')")
-    available_kv_bytes_per_gpu: int
-    headroom_pct: float = Field(description="max_concurrency / target concurrency − 1, in %")
-    usd_per_hour: float | None = Field(description="all GPUs; None when the GPU has no price")
-    usd_per_gpu_hour: float | None
-    price_source: str | None
-    total_memory_nominal: bool = Field(description="the GPU's total memory is nominal, not measured")
-    vllm_serve: str
-    kvplan_check: str
-    merged_kv_cache_dtypes: list[str] = Field(
-        default_factory=list, description="other --kv-cache-dtype values searched that planned "
-                                          "identically on this shape (e.g. auto resolves to fp8 "
-                                          "on this GPU); folded into this row")
-
-
-class FitMiss(_Frozen):
-    gpu: str
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    kv_cache_dtype: str
-    speculative: bool
-    usd_per_gpu_hour: float | None
-    closeness: float = Field(description="the share of the target concurrency this shape reaches "
-                                         "within --max-gpus (a request that does not fit counts "
-                                         "as the share of its KV that does); 1.0 would meet it")
-    lacks: str
-    weights_limited: bool = Field(default=False, description="the weights leave no KV memory "
-                                                             "per GPU on this shape")
-    available_kv_bytes_per_gpu: int | None = Field(
-        default=None, description="the estimate (≤ 0 when weights_limited); ranks misses that "
-                                  "reach 0% of the target: closer to fitting first")
-    merged_kv_cache_dtypes: list[str] = Field(
-        default_factory=list, description="other --kv-cache-dtype values that missed the same way")
-
-
-class FitSkip(_Frozen):
-    gpu: str
-    kv_cache_dtype: str | None = Field(default=None,
-                                       description="set when the KV dtype gate refused it")
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    reason: str
-
-
-class FitResult(_Frozen):
-    schema_version: int = SCHEMA_VERSION
-    kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
-    target: FitTarget
-    candidates: list[FitCandidate]
-    num_fitting: int = Field(description="deployments found that meet the target (≥ candidates)")
-    misses: list[FitMiss] = Field(default_factory=list,
-                                  description="the nearest misses, when nothing meets the target")
-    skipped: list[FitSkip] = Field(default_factory=list,
-                                   description="combinations not planned, and why (KV dtype "
-                                               "gates, TP/PP rules)")
-    weights_need_more_gpus: dict[str, int] = Field(
-        default_factory=dict, description="GPU → the fewest GPUs (TP×PP) whose share of the "
-                                          "weights leaves KV memory, for the GPU types where no "
-                                          "shape within --max-gpus did (raise --max-gpus)")
-    planned: int = Field(description="replica shapes planned by the engine")
-    pruned: int = Field(description="shapes not planned: they cannot beat the ones found")
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,6 +176,7 @@ class Shape:
     speculative: bool
     usd_per_gpu_hour: float | None
     price_source: str | None
+    dequantised: bool = False  # the GPU serves this KV dtype only dequantised
 
     @property
     def lower_bound(self) -> tuple[float, int]:
@@ -283,13 +193,36 @@ def _powers_of_two(limit: int) -> list[int]:
     return out
 
 
-def candidate_gpus(names: Sequence[str] | None, prices: Mapping[str, float]) -> list[hardware.Gpu]:
-    """The GPUs given (catalogue look-up), else every catalogue GPU with a price."""
+def candidate_gpus(names: Sequence[str] | None, prices: Mapping[str, float],
+                   vendors: Sequence[str] = ()) -> list[hardware.Gpu]:
+    """The GPUs given (catalogue look-up), else every catalogue GPU with a price; only the
+    `vendors` named (lower case), if any."""
     if names:
-        gpus = [hardware.lookup_gpu(n) for n in names]
-        return list({g.name: g for g in gpus}.values())
-    return [g for g in hardware.list_gpus()
-            if g.name in prices or g.usd_per_hour is not None]
+        gpus = list({g.name: g for g in (hardware.lookup_gpu(n) for n in names)}.values())
+    else:
+        gpus = [g for g in hardware.list_gpus()
+                if g.name in prices or g.usd_per_hour is not None]
+    return [g for g in gpus if not vendors or g.vendor.lower() in vendors]
+
+
+def kv_gate(gpu: hardware.Gpu, dtypes: Sequence[str], *, vllm_version: str | None,
+            use_mla: bool, allow_dequantised: bool) -> tuple[FitSkip | None, bool]:
+    """(why this GPU is not tried with these KV dtypes, or None; whether it runs them
+    dequantised) — the support table (`budget.kv_dtype_support`), as check and gpus read it."""
+    dequantised = False
+    for dt in dict.fromkeys(dtypes):
+        reason = kvs.check_kv_dtype_supported(gpu, dt, vllm_version=vllm_version,
+                                              use_mla=use_mla)
+        if reason:
+            return FitSkip(gpu=gpu.name, kv_cache_dtype=dtypes[0], reason=reason,
+                           support=kvs.KvSupport.REFUSED.value), False
+        answer = kvs.kv_dtype_support(gpu, dt, kvs.release(vllm_version), use_mla=use_mla)
+        if answer is not None and answer.support is kvs.KvSupport.DEQUANTISED:
+            if not allow_dequantised:
+                return FitSkip(gpu=gpu.name, kv_cache_dtype=dtypes[0], reason=answer.text,
+                               support=kvs.KvSupport.DEQUANTISED.value), False
+            dequantised = True
+    return None, dequantised
 
 
 def _sort_key(c: FitCandidate) -> tuple:  # type: ignore[type-arg]
@@ -302,12 +235,16 @@ def _sort_key(c: FitCandidate) -> tuple:  # type: ignore[type-arg]
 
 def search(base: Request, *, max_model_len: int, concurrency: int,
            gpus: Sequence[str] | None = None, kv_dtypes: Sequence[str] = DEFAULT_KV_DTYPES,
+           kv_dtypes_given: bool = False, vendors: Sequence[str] = (),
            max_gpus: int = 8, prices: Mapping[str, float] | None = None, top: int = 5,
            prune: bool = True, res: Resolved | None = None,
            progress: Callable[[int, int], None] | None = None) -> FitResult:
     """Plan every replica shape (cheapest first) and keep the deployments that meet the target.
 
     `base` carries the user's model/draft/scheduler flags; its TP/PP/DP and KV dtype are searched.
+    `kv_dtypes_given`: the user named the KV dtypes, so a GPU that serves one only dequantised
+    (fp8 on Ampere through FlashInfer) is tried too, its rows marked; otherwise only native
+    support counts. `vendors`: only these GPU vendors ("nvidia", "amd").
     `prune` stops once `top` deployments are found and no remaining shape can be cheaper (or as
     cheap on fewer GPUs). `progress(done, total)` is called after each shape.
     """
@@ -325,11 +262,22 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
     for dt in dtypes:
         normalize_kv_cache_dtype(dt)  # unknown → InputError
     prices = dict(prices or {})
-    gpu_rows = candidate_gpus(gpus, prices)
+    gpu_rows = candidate_gpus(gpus, prices, vendors)
     if not gpu_rows:
-        raise InputError("no GPU to search", hint="name some with --gpu H100,B200 or give "
-                                                  "prices with --price GPU=USD")
+        raise InputError("no GPU to search" + (f" from {', '.join(vendors)}" if vendors else ""),
+                         hint="name some with --gpu H100,B200, give prices with --price "
+                              "GPU=USD" + (" or drop --vendor" if vendors else ""))
     res_on = res or resolve(base)
+    target = FitTarget(model=base.model, draft=base.draft if res_on.draft is not None else None,
+                       max_model_len=max_model_len, concurrency=concurrency,
+                       vllm_version=get_profile(base.deployment.vllm_version).version,
+                       gpus=[g.name for g in gpu_rows], kv_cache_dtypes=dtypes,
+                       kv_cache_dtypes_given=kv_dtypes_given, vendors=list(vendors),
+                       max_gpus=max_gpus)
+    refusal = model_refusal(base, res_on, max_model_len)
+    if refusal is not None:  # the model itself: said once, before any shape
+        return FitResult(target=target, candidates=[], num_fitting=0, refusal=refusal,
+                         planned=0, pruned=0)
     has_draft = res_on.draft is not None
     res_off = replace(res_on, draft=None, draft_config=None) if has_draft else res_on
     method = base.deployment.speculative_method or (
@@ -342,22 +290,17 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
         usd = prices.get(g.name, g.usd_per_hour)
         source = "--price" if g.name in prices else g.usd_per_hour_source
         for dt in dtypes:
-            reasons = []
             for spec in ([True, False] if has_draft else [False]):
                 draft_dt = (base.deployment.draft_kv_cache_dtype or dt) if spec else dt
-                why = next((r for r in dict.fromkeys(
-                    hardware.check_kv_dtype_supported(g, x, vllm_version=base.deployment
-                                                      .vllm_version, use_mla=use_mla,
-                                                      native_only=True)
-                    for x in (dt, draft_dt)) if r), None)
-                if why:
-                    reasons.append(why)
+                skip, dequantised = kv_gate(g, [dt, draft_dt],
+                                            vllm_version=base.deployment.vllm_version,
+                                            use_mla=use_mla, allow_dequantised=kv_dtypes_given)
+                if skip is not None:
+                    skipped[skip] = None
                     continue
                 for tp in _powers_of_two(max_gpus):
                     for pp in _powers_of_two(max_gpus // tp):
-                        shapes.append(Shape(g, tp, pp, dt, spec, usd, source))
-            for r in dict.fromkeys(reasons):
-                skipped[FitSkip(gpu=g.name, kv_cache_dtype=dt, reason=r)] = None
+                        shapes.append(Shape(g, tp, pp, dt, spec, usd, source, dequantised))
     shapes.sort(key=lambda s: (s.lower_bound, s.gpu.name, s.kv_dtype, not s.speculative))
 
     found: list[FitCandidate] = []
@@ -392,13 +335,22 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
             (m.usd_per_gpu_hour or 0) * m.tensor_parallel_size * m.pipeline_parallel_size,
             m.gpu))[:top]
         more = _weights_need_more_gpus(base, res_off, gpu_rows, misses, max_gpus)
-    target = FitTarget(model=base.model, draft=base.draft if has_draft else None,
-                       max_model_len=max_model_len, concurrency=concurrency,
-                       vllm_version=get_profile(base.deployment.vllm_version).version,
-                       gpus=[g.name for g in gpu_rows], kv_cache_dtypes=dtypes, max_gpus=max_gpus)
     return FitResult(target=target, candidates=found[:top], num_fitting=len(found), misses=near,
                      skipped=list(skipped), weights_need_more_gpus=more, planned=planned,
                      pruned=pruned)
+
+
+def model_refusal(base: Request, res: Resolved, max_model_len: int) -> str | None:
+    """What vLLM says when it refuses the model at this length whatever the deployment (the
+    length above the derived maximum without VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), else None."""
+    from kvplan.models.resolution.max_len import verify_max_model_len
+
+    try:
+        verify_max_model_len(res.target, max_model_len,
+                             allow_long=base.deployment.allow_long_max_model_len)
+    except StartupError as exc:
+        return exc.message + (f" ({exc.hint})" if exc.hint else "")
+    return None
 
 
 def _candidate_key(c: FitCandidate) -> tuple:  # type: ignore[type-arg]
@@ -426,8 +378,9 @@ def _add_merged(rows: list, new: FitCandidate | FitMiss, key: Callable) -> None:
 def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[hardware.Gpu],
                             misses: Sequence[FitMiss], max_gpus: int) -> dict[str, int]:
     """For each GPU type whose every planned shape was weight-limited: the fewest GPUs whose
-    share of the weights leaves KV memory (deploy.fewest_gpus_for_weights), beyond --max-gpus."""
-    from kvplan.pipeline.deploy import fewest_gpus_for_weights
+    share of the weights leaves KV memory (analysis.weights_limit), beyond --max-gpus."""
+    from kvplan.analysis.weights_limit import fewest_gpus_for_weights
+    from kvplan.pipeline.deploy import budget_at
 
     out: dict[str, int] = {}
     for g in gpu_rows:
@@ -438,7 +391,8 @@ def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[har
                       deployment=replace(base.deployment, speculative_method=None,
                                          num_speculative_tokens=0),
                       draft=None)
-        best = fewest_gpus_for_weights(req, res, max_gpus + 1)
+        best = fewest_gpus_for_weights(budget_at(req, res), req.deployment.tensor_parallel_size,
+                                       max_gpus + 1)
         if best is not None:
             out[g.name] = best[0]
     return dict(sorted(out.items(), key=lambda kv: kv[1]))
@@ -520,15 +474,4 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
         usd_per_gpu_hour=usd_gpu,
         price_source=None if usd_gpu is None else shape.price_source,
         total_memory_nominal=shape.gpu.total_memory_nominal, vllm_serve=serve,
-        kvplan_check=check)
-
-
-def json_schema() -> dict:  # type: ignore[type-arg]
-    """The JSON Schema of `kvplan fit --json` (committed as docs/fit.schema.json)."""
-    return FitResult.model_json_schema()
-
-
-if __name__ == "__main__":  # python -m kvplan.pipeline.fit > docs/fit.schema.json
-    import sys
-
-    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+        kvplan_check=check, kv_cache_dequantised=shape.dequantised)

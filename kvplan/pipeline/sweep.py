@@ -8,9 +8,9 @@ from dataclasses import replace
 from pydantic import BaseModel, ConfigDict
 
 from kvplan import __version__
-from kvplan.engine.planner import plan_lengths
+from kvplan.engines.vllm.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
-from kvplan.models.max_len import derived_max_model_len
+from kvplan.models.resolution.max_len import derived_max_model_len
 from kvplan.pipeline.deploy import Request, evaluate, resolve
 from kvplan.units import parse_token_count
 
@@ -27,6 +27,7 @@ class SweepPoint(BaseModel):
 class SweepRow(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
+    engine: str = "vllm"  # the server planned: vllm | sglang
     gpu: str
     kv_cache_dtype: str
     available_kv_bytes: int | None
@@ -37,6 +38,16 @@ class SweepRow(BaseModel):
     warnings: list[str] = []
 
 
+class SweepWarning(BaseModel):
+    """One warning, said once, with the rows (GPU · KV dtype) it applies to."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    text: str
+    applies_to: list[str]
+    every_row: bool
+
+
 class Sweep(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -45,9 +56,25 @@ class Sweep(BaseModel):
     model: str
     draft: str | None
     vllm_version: str | None
+    sglang_version: str | None = None  # set when SGLang rows are in the sweep
     lengths: list[int]
     rows: list[SweepRow]
     plans_evaluated: int
+    warnings: list[SweepWarning] = []
+
+
+def row_label(row: SweepRow) -> str:
+    return f"{row.gpu} · {row.kv_cache_dtype}"
+
+
+def grouped_warnings(rows: Sequence[SweepRow]) -> list[SweepWarning]:
+    """Each distinct warning once, in first-seen order, with the rows that carry it."""
+    seen: dict[str, list[str]] = {}
+    for r in rows:
+        for w in dict.fromkeys(r.warnings):
+            seen.setdefault(w, []).append(row_label(r))
+    return [SweepWarning(text=w, applies_to=labels, every_row=len(labels) == len(rows))
+            for w, labels in seen.items()]
 
 
 def parse_lengths(text: str) -> list[int]:
@@ -106,16 +133,20 @@ def run_sweep(base: Request, *, gpus: Sequence[str | None], kv_dtypes: Sequence[
             largest = min(result.estimated_max_model_len) if result.estimated_max_model_len else 0
             if limit is not None:
                 largest = min(largest, limit)
+            starts = ev.kv_refusal is None  # no backend for the KV dtype: no length fits
             rows.append(SweepRow(
                 gpu=ev.plan.gpu or gpu or "-", kv_cache_dtype=kv,
                 available_kv_bytes=ev.budget.available_kv_bytes_per_gpu,
-                budget_mode=ev.plan.budget_mode, largest_fitting_max_model_len=largest,
+                budget_mode=ev.plan.budget_mode,
+                largest_fitting_max_model_len=largest if starts else 0,
                 points=[SweepPoint(max_model_len=p.max_model_len,
-                                   fits=p.fits and (limit is None or p.max_model_len <= limit),
+                                   fits=starts and p.fits and (limit is None
+                                                               or p.max_model_len <= limit),
                                    needed_bytes=p.total_bytes_needed,
                                    max_concurrency=p.max_concurrency) for p in points],
                 error=None if result.grouping_error is None else result.grouping_error.message,
                 warnings=[*ev.dtype_warnings, *refused]))
     return Sweep(model=base.model, draft=base.draft, vllm_version=base.deployment.vllm_version,
-                 lengths=sorted(set(lengths)), rows=rows, plans_evaluated=count)
+                 lengths=sorted(set(lengths)), rows=rows, plans_evaluated=count,
+                 warnings=grouped_warnings(rows))
 

@@ -1,22 +1,24 @@
 """Where config files come from: a local file or folder, or the Hugging Face Hub (and its cache).
 
-The only module of kvplan that does I/O. Hub access goes through `huggingface_hub` alone, which
-reads the environment itself (`HF_TOKEN`, `HF_HOME`/`HF_HUB_CACHE`, `HF_HUB_OFFLINE`,
-`HF_ENDPOINT`); it is imported inside the functions so that `kvplan --help` stays fast. Only
+With `json_files` (reading them), the only place where kvplan does I/O; `hub_errors` puts the
+Hub's failures in words. Hub access goes through `huggingface_hub` alone, which reads the
+environment itself (`HF_TOKEN`, `HF_HOME`/`HF_HUB_CACHE`, `HF_HUB_OFFLINE`, `HF_ENDPOINT`); it is
+imported inside the functions so that `kvplan --help` stays fast. Only
 `config.json` and `hf_quant_config.json` are ever downloaded; weights never are (their sizes come
 from safetensors headers, fetched by byte range).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvplan.errors import ConfigError, HubError, InputError
+from kvplan.errors import ConfigError, InputError
+from kvplan.sources.hub_errors import caused_by, damaged_hint, map_hub_error, network_types, transient_types
+from kvplan.sources.json_files import MAX_CONFIG_BYTES, parse_json_object, read_json_object
 
 __all__ = [
     "CONFIG_FILE",
@@ -30,7 +32,6 @@ __all__ = [
 CONFIG_FILE = "config.json"
 QUANT_CONFIG_FILE = "hf_quant_config.json"  # ModelOpt checkpoints (NVFP4/FP8): KV-cache quant algo
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
-MAX_CONFIG_BYTES = 16 * 1024 * 1024  # no real config comes near; a bigger file is a mistake
 MAX_SAFETENSORS_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors library's own limit
 
 # ORG/NAME as the Hub spells repo ids; the library validates the finer rules.
@@ -55,74 +56,6 @@ class ModelFiles:
     @property
     def is_hub(self) -> bool:
         return self.repo_id is not None
-
-
-# --------------------------------------------------------------------------------------------
-# Reading JSON files (local or cached): size limit, UTF-8, JSON, top-level object.
-
-
-def _read_json_object(path: Path, *, label: str | None = None, hint: str | None = None) -> dict:
-    """Read `path` as a JSON object; every failure is a one-line `ConfigError` naming the file."""
-    name = label or str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise _too_big(name, size)
-        with path.open("rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as e:
-        raise ConfigError(f"cannot read {name}: {e.strerror or e}", hint=hint) from e
-    if len(data) > MAX_CONFIG_BYTES:  # stat can under-report (pipes, /proc)
-        raise _too_big(name, len(data))
-    return _parse_json_object(data, name, hint=hint)
-
-
-def _too_big(name: str, size: int) -> ConfigError:
-    return ConfigError(
-        f"{name} is {size / 2**20:.1f} MiB, over the {MAX_CONFIG_BYTES // 2**20} MiB limit for a "
-        "config file; refusing to parse it",
-        hint="pass the model's config.json (a few KiB), not a weights or data file",
-    )
-
-
-def _parse_json_object(data: bytes, name: str, *, hint: str | None = None) -> dict:
-    try:
-        text = data.decode("utf-8-sig")  # tolerate a BOM, as editors on Windows write one
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"{name} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
-            hint=hint or "is this really a JSON config file? re-download or re-save it as UTF-8",
-        ) from e
-    if not text.strip():
-        raise ConfigError(f"{name} is empty", hint=hint)
-    try:
-        # Python's json accepts Infinity/-Infinity/NaN (Nemotron-H's time_step_limit has Infinity).
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            f"{name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}",
-            hint=hint or "fix the file, or re-download it",
-        ) from e
-    except (ValueError, RecursionError) as e:  # e.g. a 5000-digit integer, absurd nesting
-        raise ConfigError(f"{name} is not usable JSON: {e}", hint=hint) from e
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"{name} holds a JSON {_json_kind(value)}, expected an object {{...}} at the top level",
-            hint=hint or "pass the model's config.json",
-        )
-    return value
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    return "number"
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,11 +136,11 @@ def _load_local(source: str, path: Path, *, want_quant_config: bool) -> ModelFil
     else:
         raise ConfigError(f"'{source}' is neither a file nor a folder")
 
-    config = _read_json_object(config_path)
+    config = read_json_object(config_path)
     quant: dict | None = None
     quant_path = folder / QUANT_CONFIG_FILE
     if want_quant_config and quant_path.is_file() and quant_path != config_path:
-        quant = _read_json_object(quant_path)
+        quant = read_json_object(quant_path)
     return ModelFiles(
         source=source,
         repo_id=None,
@@ -225,7 +158,7 @@ def _load_hub(
     try:
         config_file = Path(_hub_download(repo_id, CONFIG_FILE, revision))
     except Exception as e:
-        mapped = _map_hub_error(e, repo_id, revision, CONFIG_FILE)
+        mapped = map_hub_error(e, repo_id, revision, CONFIG_FILE)
         if mapped is None:
             raise
         raise mapped from e
@@ -233,8 +166,8 @@ def _load_hub(
     snapshot = config_file.parent
     commit = snapshot.name if _COMMIT.match(snapshot.name) else None
     label = f"{CONFIG_FILE} of {repo_id} ({config_file})"
-    config = _read_json_object(
-        config_file, label=label, hint=_damaged_hint(repo_id, revision, CONFIG_FILE)
+    config = read_json_object(
+        config_file, label=label, hint=damaged_hint(repo_id, revision, CONFIG_FILE)
     )
 
     quant: dict | None = None
@@ -286,31 +219,12 @@ def _probe(repo_id: str, filename: str, revision: str | None) -> None:
             huggingface_hub.get_hf_file_metadata(url, timeout=PROBE_TIMEOUT_S)
             return
         except Exception as e:
-            transient = _caused_by(e, _transient_types()) or (
+            transient = caused_by(e, transient_types()) or (
                 isinstance(e, errors.HfHubHTTPError) and e.response is not None
                 and e.response.status_code in (408, 429, 500, 502, 503, 504))
             if attempt == 2 or not transient:
                 raise
             time.sleep(1.0)
-
-
-def _transient_types() -> tuple[type[BaseException], ...]:
-    """Failures a retry can fix: timeouts and a connection dropped mid-answer."""
-    types: list[type[BaseException]] = [TimeoutError]
-    try:
-        import httpx2
-
-        types += [httpx2.TimeoutException, httpx2.RemoteProtocolError]
-    except ImportError:
-        pass
-    return tuple(types)
-
-
-def _damaged_hint(repo_id: str, revision: str | None, filename: str) -> str:
-    return (
-        "the cached copy may be damaged: re-fetch it with "
-        f"`hf download {repo_id}{_rev_flag(revision)} {filename} --force-download`"
-    )
 
 
 def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | None, list[str]]:
@@ -331,7 +245,7 @@ def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | 
         return None, []
     try:
         path = Path(_hub_download(repo_id, QUANT_CONFIG_FILE, revision))
-    except (hf_errors.EntryNotFoundError, *_network_types()) as e:  # type: ignore[misc]
+    except (hf_errors.EntryNotFoundError, *network_types()) as e:  # type: ignore[misc]
         # Absent on the Hub, or not cached while offline / the Hub is unreachable.
         if not isinstance(e, hf_errors.RemoteEntryNotFoundError) and not known_absent():
             return None, [
@@ -341,173 +255,16 @@ def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | 
             ]
         return None, []
     except Exception as e:
-        mapped = _map_hub_error(e, repo_id, revision, QUANT_CONFIG_FILE)
+        mapped = map_hub_error(e, repo_id, revision, QUANT_CONFIG_FILE)
         if mapped is None:
             raise
         raise mapped from e
     label = f"{QUANT_CONFIG_FILE} of {repo_id} ({path})"
-    hint = _damaged_hint(repo_id, revision, QUANT_CONFIG_FILE)
-    return _read_json_object(path, label=label, hint=hint), []
+    hint = damaged_hint(repo_id, revision, QUANT_CONFIG_FILE)
+    return read_json_object(path, label=label, hint=hint), []
 
 
 # --------------------------------------------------------------------------------------------
-# Error mapping: library exceptions -> one-line HubError with a hint. Never echo a token.
-
-
-def _rev_flag(revision: str | None) -> str:
-    return f" --revision {revision}" if revision else ""
-
-
-def _known_tokens() -> list[str]:
-    """Token values that must never appear in a message (env, or the file `hf auth login` wrote).
-
-    Read plainly rather than through `get_token()`, which may refresh an expiring token online.
-    """
-    tokens = [os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")]
-    try:
-        from huggingface_hub import constants
-
-        tokens.append(Path(constants.HF_TOKEN_PATH).read_text().strip())
-    except Exception:  # no token file, unreadable, ...: nothing to scrub
-        pass
-    return [t.strip() for t in tokens if t and len(t.strip()) >= 4]
-
-
-def _scrub(text: str) -> str:
-    for token in _known_tokens():
-        text = text.replace(token, "***")
-    return text
-
-
-def _one_line(text: str | None, limit: int = 200) -> str:
-    lines = (text or "").strip().splitlines()
-    line = _scrub(lines[0].strip()) if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _caused_by(error: BaseException, types: tuple[type[BaseException], ...]) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, types):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _network_types() -> tuple[type[BaseException], ...]:
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]  # incl. OfflineModeIsEnabled
-    try:
-        import httpx2  # huggingface_hub 2.x
-
-        types.append(httpx2.TransportError)
-    except ImportError:
-        pass
-    for mod in ("httpx", "requests"):  # older huggingface_hub releases
-        try:
-            m = __import__(mod)
-            types.append(m.TransportError if mod == "httpx" else m.ConnectionError)
-        except (ImportError, AttributeError):
-            pass
-    return tuple(types)
-
-
-def _map_hub_error(
-    e: BaseException, repo_id: str, revision: str | None, filename: str
-) -> HubError | None:
-    """Translate an exception from `hf_hub_download`; None = not ours to translate (a bug)."""
-    from huggingface_hub import constants, errors
-
-    endpoint = constants.ENDPOINT
-    where = f"{repo_id}@{revision}" if revision else repo_id
-    page = f"{endpoint}/{repo_id}"
-    has_token = bool(_known_tokens())
-    login = "set HF_TOKEN or run `hf auth login`"
-    get_it = (
-        f"on a machine with network run `hf download {repo_id}{_rev_flag(revision)} {filename}` "
-        f"and copy its cache ({constants.HF_HUB_CACHE}), or pass a local folder holding {filename}"
-    )
-
-    if isinstance(e, errors.GatedRepoError):
-        return HubError(
-            f"{repo_id} is a gated model: downloading {filename} needs an account with access",
-            hint=(
-                f"the token in use has no access: accept the terms at {page} with that account"
-                if has_token
-                else f"accept the terms at {page}, then {login}"
-            ),
-        )
-    if isinstance(e, errors.RepositoryNotFoundError):
-        return HubError(
-            f"model {repo_id} not found on {endpoint}",
-            hint=(
-                "check the spelling; if it is private, the token in use has no access to it"
-                if has_token
-                else f"check the spelling; if it is private, {login}"
-            ),
-        )
-    if isinstance(e, errors.RevisionNotFoundError):
-        return HubError(
-            f"revision '{revision or 'main'}' not found in {repo_id}",
-            hint="use a branch, tag or full commit hash that exists in the repo",
-        )
-    if isinstance(e, errors.DisabledRepoError):
-        return HubError(f"model {repo_id} has been disabled on {endpoint}")
-    if isinstance(e, errors.RemoteEntryNotFoundError):
-        return HubError(
-            f"{where} has no {filename}",
-            hint="is it a transformers-style model repo? otherwise pass a local config.json",
-        )
-    if isinstance(e, errors.HfHubHTTPError):
-        status = e.response.status_code if e.response is not None else None
-        if status in (401, 403):
-            return HubError(
-                f"access to {repo_id} denied (HTTP {status}) while fetching {filename}",
-                hint=(
-                    f"the token in use is invalid or lacks access to {page}; renew it, then {login}"
-                    if has_token
-                    else f"{login} with an account that can read {page}"
-                ),
-            )
-        detail = _one_line(getattr(e, "server_message", None))
-        return HubError(
-            f"the Hub answered HTTP {status} for {filename} of {where}"
-            + (f": {detail}" if detail else ""),
-            hint="retry later, or use HF_HUB_OFFLINE=1 with a cache warmed on another machine",
-        )
-
-    offline = constants.is_offline_mode() or _caused_by(e, (errors.OfflineModeIsEnabled,))
-    if isinstance(e, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled) and offline:
-        return HubError(
-            f"{filename} of {where} is not in the Hugging Face cache and offline mode is on "
-            "(HF_HUB_OFFLINE=1)",
-            hint=get_it,
-        )
-    network = _network_types()
-    if isinstance(e, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled) or isinstance(
-        e, network
-    ):
-        return HubError(
-            f"cannot reach {endpoint} to fetch {filename} of {where}, and it is not cached",
-            hint=(
-                "check the network, proxy and HF_ENDPOINT; or warm the cache where there is "
-                f"network (`hf download {repo_id}{_rev_flag(revision)} {filename}`) and run "
-                "with HF_HUB_OFFLINE=1; or pass a local folder"
-            ),
-        )
-    if isinstance(e, errors.HFValidationError):
-        return HubError(
-            f"'{repo_id}' is not a valid hub model id ({_one_line(str(e), 120)})",
-            hint="a hub model is named ORG/NAME, optionally ORG/NAME@REVISION",
-        )
-    if isinstance(e, OSError):  # cache folder not writable, disk full, ...
-        return HubError(
-            f"cannot store {filename} of {where} in the cache ({constants.HF_HUB_CACHE}): "
-            f"{_one_line(e.strerror or str(e), 120)}",
-            hint="set HF_HUB_CACHE (or HF_HOME) to a writable folder",
-        )
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,7 +293,7 @@ def _local_shards(folder: Path) -> list[str] | None:
     """Relative names of the shards to read, or None if the set is incomplete/unknown."""
     index = folder / SAFETENSORS_INDEX_FILE
     if index.is_file():
-        data = _read_json_object(index)
+        data = read_json_object(index)
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ConfigError(f"{index} has no 'weight_map' object")
@@ -577,7 +334,7 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> dict:
             raw = f.read(n)
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror or e}") from e
-    header = _parse_json_object(raw, f"header of {path}", hint="re-download the file")
+    header = parse_json_object(raw, f"header of {path}", hint="re-download the file")
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -598,7 +355,7 @@ def _hub_headers(repo_id: str, revision: str | None) -> dict[str, dict] | None:
         errors.SafetensorsParsingError,
         errors.HFValidationError,
         OSError,  # includes ConnectionError / OfflineModeIsEnabled
-        *_network_types(),
+        *network_types(),
     )
     try:
         meta = huggingface_hub.get_safetensors_metadata(repo_id, revision=revision)

@@ -3,9 +3,10 @@
 Reproduces, offline and without importing vLLM:
 
 * shell splitting (`shlex`): `\\` continuations, quotes, comments, `VAR=value` prefixes, `export`
-  lines, `env`/`sudo`/`nohup`-style wrappers, pipes and redirections after the command;
-* the entry points `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (and the other
-  `-m` spellings), `python -m vllm.entrypoints.cli.main serve` and the `vllm/vllm-openai` image;
+  lines, `env`/`sudo`/`nohup`-style wrappers, pipes and redirections after the command; the entry
+  points `vllm serve`, `python -m vllm.entrypoints.openai.api_server` (and the other `-m`
+  spellings), `python -m vllm.entrypoints.cli.main serve` and the `vllm/vllm-openai` image
+  (`serve_shell`);
 * `FlexibleArgumentParser.parse_args` (vllm/utils/argparse_utils.py): `--model` moved to the
   positional, `_` ≡ `-` in flag names, `-O3`, dotted JSON keys (`--speculative-config.method x`,
   `key+` list appends), last value wins;
@@ -14,9 +15,10 @@ Reproduces, offline and without importing vLLM:
   pairs of `EnableDisableAction`, `nargs='+'` lists, values that look like options;
 * each flag's value type as `_compute_kwargs` (vllm/engine/arg_utils.py:323) derives it from the
   config dataclass field: `int()`, `float()`, `human_readable_int` (`1k` = 1000, `1K` = 1024),
-  `human_readable_int_or_auto` for `--max-model-len`, JSON for config flags, choices.
+  `human_readable_int_or_auto` for `--max-model-len`, JSON for config flags, choices
+  (`serve_options`).
 
-The flag table (`kvplan/vllm_flags.py`) was extracted from vllm 0.34.0's
+The flag table (`kvplan/sources/vllm_flags.py`, data) was extracted from vllm 0.34.0's
 `EngineArgs.add_cli_args` (vllm/engine/arg_utils.py:966-2000), `AsyncEngineArgs.add_cli_args`
 (:3287) and `make_arg_parser` / `FrontendArgs` (vllm/entrypoints/common/cli_args.py:432).
 """
@@ -25,15 +27,30 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
-from difflib import get_close_matches
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from kvplan.errors import InputError
-from kvplan.sources.vllm_flags import BOUNDS, FLAG_TABLE, KV_RELEVANT
-from kvplan.units import parse_size_bytes
+from kvplan.sources.serve_options import (
+    FLAGS,
+    GLUED_SHORT,
+    LONG_FLAGS,
+    Flag,
+    closest_flag,
+    convert,
+    human_readable_int,
+    known_flags,
+)
+from kvplan.sources.serve_shell import (
+    NotServe,
+    find_entry,
+    leading_assignments,
+    prefix_env,
+    shell_segments,
+    split_words,
+)
+from kvplan.sources.vllm_flags import BOUNDS, KV_RELEVANT
 
 __all__ = ["ServeCommand", "parse_serve_command", "KV_RELEVANT", "known_flags", "closest_flag"]
 
@@ -59,368 +76,8 @@ class ServeCommand(BaseModel):
 
 
 
-class _Flag:
-    __slots__ = ("dest", "kind", "optional", "choices", "value", "canonical")
-
-    def __init__(self, dest: str, kind: str, choices: tuple[Any, ...] | None, canonical: str,
-                 value: bool | None = None) -> None:
-        self.dest = dest
-        self.optional = kind.endswith("?")
-        self.kind = kind.rstrip("?")
-        self.choices = choices
-        self.canonical = canonical
-        self.value = value  # for bool flags: what this spelling sets
-
-    @property
-    def takes_value(self) -> bool:
-        return self.kind not in ("bool", "true", "optstr")
-
-
-def _build_flags() -> dict[str, _Flag]:
-    out: dict[str, _Flag] = {}
-    for names, kind, choices in FLAG_TABLE:
-        opts = names.split()
-        longs = [o for o in opts if o.startswith("--")]
-        dest = longs[0][2:].replace("-", "_")
-        canonical = longs[0]
-        for o in opts:
-            out[o] = _Flag(dest, kind, choices, canonical, True if kind == "bool" else None)
-        if kind == "bool":
-            # argparse.BooleanOptionalAction adds --no-X for every --X; vLLM registers
-            # EnableDisableAction in its place, which also pairs --enable-X with --disable-X.
-            for o in longs:
-                out["--no-" + o[2:]] = _Flag(dest, kind, choices, canonical, False)
-                for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
-                    if o.startswith(prefix):
-                        out[inverse + o[len(prefix):]] = _Flag(dest, kind, choices, canonical, False)
-    return out
-
-
-_FLAGS = _build_flags()
-_LONG_FLAGS = sorted(o for o in _FLAGS if o.startswith("--"))
-# Single-character short options whose value may be glued on (argparse: `-qfp8`).
-_GLUED_SHORT = {o for o, f in _FLAGS.items() if len(o) == 2 and f.takes_value}
-
-
-def known_flags() -> list[str]:
-    """Every option string vLLM 0.34.0's `vllm serve` accepts (incl. --no-/--disable- forms)."""
-    return sorted(_FLAGS)
-
-
-def closest_flag(flag: str) -> str | None:
-    """The known flag nearest to a misspelt one (for hints), or None."""
-    key = flag.split("=", 1)[0]
-    key = "--" + key.lstrip("-").replace("_", "-") if key.startswith("-") else key
-    match = get_close_matches(key, _LONG_FLAGS, n=1, cutoff=0.75)
-    return match[0] if match else None
-
-
 # ---------------------------------------------------------------------------------------------
-# Shell layer: text → commands (lists of words)
-
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_REDIRECT = re.compile(r"\d*(?:>>|>&|>\||<<<|<<|<&|<>|>|<)|&>>|&>")
-_OP_BREAK = set(" \t\n;|&<>")
-
-
-def _skip_word(text: str, i: int) -> int:
-    """Index after one shell word starting at i (quotes respected, used for redirect targets)."""
-    n = len(text)
-    while i < n and text[i] in " \t":
-        i += 1
-    quote = None
-    while i < n:
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-            i += 1
-            continue
-        if c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-        elif c in _OP_BREAK:
-            break
-        i += 1
-    return i
-
-
-def _shell_segments(text: str) -> list[str]:
-    """Split shell text into simple commands at unquoted newlines, `;`, `|`, `&&`, `||`, `&`;
-    drop `\\`-newline continuations, `#` comments and redirections (`> log 2>&1`)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    segments: list[str] = []
-    cur: list[str] = []
-    quote: str | None = None
-    i, n = 0, len(text)
-
-    def at_word_start() -> bool:
-        return not cur or cur[-1] in " \t"
-
-    def flush() -> None:
-        seg = "".join(cur).strip()
-        if seg:
-            segments.append(seg)
-        cur.clear()
-
-    while i < n:
-        c = text[i]
-        if quote == "'":
-            cur.append(c)
-            if c == "'":
-                quote = None
-            i += 1
-            continue
-        if quote == '"':
-            if c == "\\" and i + 1 < n:
-                if text[i + 1] == "\n":  # continuation inside double quotes
-                    i += 2
-                    continue
-                cur.append(text[i:i + 2])
-                i += 2
-                continue
-            cur.append(c)
-            if c == '"':
-                quote = None
-            i += 1
-            continue
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 2
-                continue
-            cur.append(text[i:i + 2])
-            i += 2
-            continue
-        if c in "'\"":
-            quote = c
-            cur.append(c)
-            i += 1
-            continue
-        if c == "#" and at_word_start():
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        if c in "\n;":
-            flush()
-            i += 1
-            continue
-        if c == "|":
-            flush()
-            i += 2 if text[i + 1:i + 2] in ("|", "&") else 1
-            continue
-        if c == "&" and text[i + 1:i + 2] == "&":
-            flush()
-            i += 2
-            continue
-        if c in "<>&" or (c.isdigit() and at_word_start()):
-            m = _REDIRECT.match(text, i)
-            if m and (c != "&" or m.group().startswith("&>")):
-                j = m.end()
-                if m.group().endswith("&"):
-                    while j < n and (text[j].isdigit() or text[j] == "-"):
-                        j += 1
-                else:
-                    j = _skip_word(text, j)
-                i = j
-                cur.append(" ")
-                continue
-            if c == "&":  # background
-                flush()
-                i += 1
-                continue
-        cur.append(c)
-        i += 1
-    if quote:
-        raise InputError(f"unbalanced {quote} quote in the command line",
-                         hint="close every quote; JSON values go in single quotes: --speculative-config '{...}'")
-    flush()
-    return segments
-
-
-def _split_words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, comments=False, posix=True)
-    except ValueError as e:  # "No closing quotation", "No escaped character"
-        raise InputError(f"cannot split the command line: {e}",
-                         hint="check the quotes and the trailing backslashes") from None
-
-
-_PY = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)*)?(?:\.exe)?$")
-_VLLM_BIN = re.compile(r"^(?:.*/)?vllm(?:\.exe)?$")
-_IMAGE = re.compile(r"^(?:[\w.\-]+(?::\d+)?/)*vllm-openai(?::[\w.\-]+)?(?:@sha256:[0-9a-f]+)?$")
-_API_MODULES = {
-    "vllm.entrypoints.openai.api_server": "api_server",
-    "vllm.entrypoints.launchers.api_server.entry": "api_server",
-    "vllm.entrypoints.api_server": "api_server",
-}
-_VLLM_SUBCOMMANDS = {"chat", "complete", "bench", "collect-env", "run-batch", "launch", "download-kernels",
-                     "preload", "snapshot", "--version", "-v", "--help", "-h"}
-
-
-class _NotServe(Exception):
-    """A vLLM command that is not the server (vllm bench, vllm chat ...)."""
-
-
-def _find_entry(words: list[str]) -> tuple[int, str] | None:
-    """(index of the first vLLM argument, entry kind) if `words` runs the vLLM server.
-
-    Raises _NotServe for another vLLM subcommand (`vllm bench serve`, `vllm chat`)."""
-    for i, w in enumerate(words):
-        nxt = words[i + 1] if i + 1 < len(words) else None
-        if _VLLM_BIN.match(w):
-            if nxt == "serve":
-                return i + 2, "serve"
-            if nxt in _VLLM_SUBCOMMANDS:
-                raise _NotServe(f"vllm {nxt}")
-            continue  # e.g. `pip install vllm`
-        if _PY.match(w):
-            j = i + 1
-            while j < len(words) and words[j].startswith("-") and words[j] != "-m":
-                j += 2 if words[j] in ("-X", "-W") else 1
-            if j + 1 < len(words) and words[j] == "-m":
-                mod = words[j + 1]
-                if mod in _API_MODULES:
-                    return j + 2, "api_server"
-                if mod in ("vllm.entrypoints.cli.main", "vllm"):
-                    if j + 2 < len(words) and words[j + 2] == "serve":
-                        return j + 3, "serve"
-                    raise _NotServe(f"python -m {mod} {' '.join(words[j + 2:j + 3])}".strip())
-        if _IMAGE.match(w):
-            # The vllm/vllm-openai image's ENTRYPOINT is `vllm serve`.
-            if words[i + 1:i + 3] == ["vllm", "serve"]:
-                return i + 3, "serve"
-            return i + 1, "image"
-    return None
-
-
-_ENV_COMMANDS = {"export", "env", "declare", "typeset", "setenv"}
-
-
-def _leading_assignments(words: list[str], env: dict[str, str]) -> None:
-    """`A=1 B=2 cmd`, `export A=1`, `env -u X A=1 cmd`: the environment the command gets."""
-    i = 0
-    if words and words[0] in _ENV_COMMANDS:
-        i = 1
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in ("-u", "--unset") else 1
-    while i < len(words) and _ASSIGN.match(words[i]):
-        k, v = words[i].split("=", 1)
-        env[k] = v
-        i += 1
-
-
-def _prefix_env(words: list[str], env: dict[str, str]) -> None:
-    """Assignments anywhere before the entry point: `A=1 env B=2 nohup vllm serve`, `docker -e A=1`."""
-    for w in words:
-        if _ASSIGN.match(w):
-            k, v = w.split("=", 1)
-            env[k] = v
-
-
-# ---------------------------------------------------------------------------------------------
-# argparse layer
-
-
-def _human_readable_int(value: str) -> int:
-    """vllm/utils/argparse_utils.py:30 human_readable_int (k/m/g/t decimal, K/M/G/T binary)."""
-    value = value.strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
-    if m:
-        number, suffix = m.groups()
-        if suffix in "kmgt":
-            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-        if "." in number:
-            raise ValueError(f"Decimals are not allowed with binary suffixes like {suffix}. "
-                             f"Did you mean to use {number}{suffix.lower()} instead?")
-        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-    return int(value)
-
-
-def _expand_json_numbers(val: str) -> str:
-    """arg_utils.py:300 _expand_json_human_readable_numbers: bare 80m / 1K outside JSON strings."""
-    parts = re.split(r'("(?:[^"\\]|\\.)*")', val)
-    for i in range(0, len(parts), 2):
-        parts[i] = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(_human_readable_int(m.group())), parts[i])
-    return "".join(parts)
-
-
-def _json_error(flag: str, raw: str, e: json.JSONDecodeError) -> InputError:
-    lo, hi = max(0, e.pos - 24), min(len(raw), e.pos + 24)
-    near = ("…" if lo else "") + raw[lo:e.pos] + " <HERE> " + raw[e.pos:hi] + ("…" if hi < len(raw) else "")
-    near = " ".join(near.split())
-    hint = "JSON wants double-quoted keys and strings and true/false/null; wrap the whole value in single quotes"
-    if "'" in raw and '"' not in raw:
-        hint = 'that is a Python dict, not JSON: use double quotes inside, e.g. \'{"method": "eagle3"}\''
-    return InputError(f"{flag}: invalid JSON at line {e.lineno} column {e.colno} (char {e.pos}): {e.msg}, "
-                      f"near: {near}", hint=hint)
-
-
-def _convert(flag: str, spec: _Flag, raw: str, name: str | None = None) -> Any:
-    """Apply the argparse `type=` vLLM uses for this flag; InputError on failure."""
-    if spec.optional and raw in ("", "None"):
-        return None
-    kind = spec.kind
-    try:
-        if kind == "int" or kind == "list_int":
-            value: Any = int(raw)
-        elif kind == "float":
-            value = float(raw)
-        elif kind == "hrint":
-            value = _human_readable_int(raw)
-        elif kind == "hrint_auto":
-            s = raw.strip()
-            value = -1 if s == "-1" or s.lower() == "auto" else _human_readable_int(s)
-        elif kind == "lower":
-            value = raw.lower().replace("-", "_")
-        elif kind in ("json", "dataclass", "dict_or_str"):
-            if kind == "dict_or_str" and not re.match(r"(?s)^\s*{.*}\s*$", raw):
-                return raw
-            text = _expand_json_numbers(raw) if kind == "dataclass" else raw
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise _json_error(flag, text, e) from None
-            except RecursionError:
-                raise InputError(f"{flag}: JSON value nested too deeply") from None
-            if kind == "dataclass" and not isinstance(value, dict):
-                raise InputError(f"{flag} wants a JSON object, got {raw!r}",
-                                 hint=f"write it as {flag} '{{\"key\": value}}' or {flag}.key value")
-        else:
-            value = raw
-    except ValueError as e:
-        raise _type_error(flag, name or flag, spec, raw, e) from None
-    if spec.choices is not None and value not in spec.choices:
-        shown = ", ".join(str(c) for c in spec.choices if c is not None)
-        raise InputError(f"{flag}: invalid choice {raw!r}", hint=f"vLLM 0.34.0 accepts: {shown}")
-    return value
-
-
-def _type_error(flag: str, name: str, spec: _Flag, raw: str, e: ValueError) -> InputError:
-    kind = spec.kind
-    if kind in ("int", "list_int"):
-        return InputError(f"{flag} expects an integer, got {raw!r}",
-                          hint=f"vLLM parses {name} with int(); write e.g. {name} 4")
-    if kind == "float":
-        return InputError(f"{flag} expects a number, got {raw!r}",
-                          hint=f"vLLM parses {name} with float(); write e.g. {name} 0.9")
-    detail = str(e) if "Decimals are not allowed" in str(e) else ""
-    hint = detail or "vLLM reads it with human_readable_int: 1000, 32k (= 32,000), 32K (= 32,768), 40G (= 40 GiB)"
-    if spec.dest == "kv_cache_memory_bytes" and not detail:
-        try:
-            meant = parse_size_bytes(raw)
-        except InputError:
-            pass
-        else:
-            hint = (f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {name} {meant}, or G/M/K "
-                    f"(binary) / g/m/k (decimal) suffixes: 40G = 40 GiB")
-    if kind == "hrint_auto":
-        hint += "; or -1 / auto to fit the KV cache"
-    return InputError(f"{flag} expects an integer (human-readable like 32k allowed), got {raw!r}", hint=hint)
-
+# argparse layer (the shell: serve_shell; the flags and their value types: serve_options)
 
 _NEG_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
@@ -429,25 +86,25 @@ def _looks_like_option(tok: str) -> bool:
     """argparse `_parse_optional`: does this token start a new option (so it cannot be a value)?"""
     if not tok or tok[0] != "-" or tok == "-":
         return False
-    if tok in _FLAGS or tok == "--":
+    if tok in FLAGS or tok == "--":
         return True
     if _NEG_NUMBER.match(tok):
         return False
-    if "=" in tok and tok.split("=", 1)[0] in _FLAGS:
+    if "=" in tok and tok.split("=", 1)[0] in FLAGS:
         return True
     return " " not in tok
 
 
-def _resolve(name: str) -> tuple[str, _Flag] | None:
+def _resolve(name: str) -> tuple[str, Flag] | None:
     """Exact, then argparse's unique-prefix abbreviation (allow_abbrev) for `--` options."""
-    spec = _FLAGS.get(name)
+    spec = FLAGS.get(name)
     if spec is not None:
         return name, spec
     if name.startswith("--") and len(name) > 2:
-        hits = [o for o in _LONG_FLAGS if o.startswith(name)]
-        dests = {(_FLAGS[o].dest, _FLAGS[o].value) for o in hits}
+        hits = [o for o in LONG_FLAGS if o.startswith(name)]
+        dests = {(FLAGS[o].dest, FLAGS[o].value) for o in hits}
         if len(dests) == 1:
-            return hits[0], _FLAGS[hits[0]]
+            return hits[0], FLAGS[hits[0]]
         if len(hits) > 1:
             shown = ", ".join(hits[:6]) + (" ..." if len(hits) > 6 else "")
             raise InputError(f"ambiguous option {name}: could match {shown}",
@@ -515,7 +172,7 @@ def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
                 value: Any = json.loads(value_str)
             except (json.JSONDecodeError, RecursionError):
                 try:
-                    value = _human_readable_int(value_str)
+                    value = human_readable_int(value_str)
                 except ValueError:
                     value = value_str
             nested: Any = value
@@ -529,7 +186,7 @@ def _preprocess(args: list[str], entry: str) -> tuple[list[str], list[str]]:
     for key, merged in dict_args.items():
         if key in out:
             notes.append(f"{key} given both as JSON and with dotted keys: the dotted keys win")
-        spec = _FLAGS.get(key)
+        spec = FLAGS.get(key)
         if spec is not None:
             by_dest.setdefault(spec.dest, []).append(key)
         out += [key, json.dumps(merged)]
@@ -569,30 +226,30 @@ def parse_serve_command(text: str) -> ServeCommand:
     env: dict[str, str] = {}
     found: tuple[list[str], int, str] | None = None
     other: str | None = None
-    segments = _shell_segments(text)
+    segments = shell_segments(text)
     for segment in segments:
-        words = _split_words(segment)
+        words = split_words(segment)
         while words and words[0] in ("$", "%", "#", ">"):
             words = words[1:]
         if not words:
             continue
         try:
-            hit = _find_entry(words)
-        except _NotServe as e:
+            hit = find_entry(words)
+        except NotServe as e:
             other = other or str(e)
             continue
         if hit is None:
-            _leading_assignments(words, env)
+            leading_assignments(words, env)
             continue
         if found is not None:
             raise InputError("found more than one vLLM server command", hint="pass one vllm serve command at a time")
         found = (words, hit[0], hit[1])
-        _prefix_env(words[:hit[0]], env)
+        prefix_env(words[:hit[0]], env)
     if found is None:
         if other is not None:
             raise InputError(f"`{other}` is not the vLLM server command",
                              hint="pass the command that starts the server: vllm serve MODEL [flags]")
-        first = _split_words(segments[0])[:3] if segments else []
+        first = split_words(segments[0])[:3] if segments else []
         shown = " ".join(first) or text.strip()[:40]
         raise InputError(f"not a vllm serve command: {shown!r}",
                          hint="pass e.g.: vllm serve Qwen/Qwen3-8B --max-model-len 32768 "
@@ -643,8 +300,8 @@ def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeComman
         name, eq, explicit_s = tok.partition("=")
         explicit: str | None = explicit_s if eq else None
         resolved = _resolve(name)
-        if resolved is None and not name.startswith("--") and name[:2] in _GLUED_SHORT and explicit is None:
-            resolved, explicit = (name[:2], _FLAGS[name[:2]]), name[2:]  # -qfp8
+        if resolved is None and not name.startswith("--") and name[:2] in GLUED_SHORT and explicit is None:
+            resolved, explicit = (name[:2], FLAGS[name[:2]]), name[2:]  # -qfp8
         if resolved is None:
             unknown.append(name)
             # Its value, most likely — once the model is known (vllm serve MODEL first).
@@ -683,7 +340,7 @@ def _parse_args(args: list[str], entry: str, env: dict[str, str]) -> ServeComman
     return ServeCommand(model=model, options=options, env=env, ignored=ignored, unknown=unknown, notes=notes)
 
 
-def _take_value(args: list[str], i: int, name: str, label: str, spec: _Flag, explicit: str | None,
+def _take_value(args: list[str], i: int, name: str, label: str, spec: Flag, explicit: str | None,
                 values: dict[str, Any]) -> tuple[Any, int]:
     """Consume this option's value(s) as argparse would; returns (typed value, next index)."""
     n = len(args)
@@ -707,14 +364,14 @@ def _take_value(args: list[str], i: int, name: str, label: str, spec: _Flag, exp
                 i += 1
         if not raws:
             raise InputError(f"{label} is missing its value", hint=f"write {name} VALUE [VALUE ...]")
-        return [_convert(label, spec, r, name) for r in raws], i
+        return [convert(label, spec, r, name) for r in raws], i
     if explicit is None:
         if i >= n or _looks_like_option(args[i]):
             got = f" (next is {args[i]!r})" if i < n else ""
             raise InputError(f"{label} is missing its value{got}", hint=f"write {name} VALUE or {name}=VALUE")
         explicit = args[i]
         i += 1
-    value = _convert(label, spec, explicit, name)
+    value = convert(label, spec, explicit, name)
     if spec.kind == "append":
         value = [*values.get(spec.dest, []), value]
     return value, i

@@ -2,7 +2,7 @@
 
 Extracted from `EngineArgs.add_cli_args` (vllm/engine/arg_utils.py:966-2000),
 `AsyncEngineArgs.add_cli_args` (:3287) and `make_arg_parser` / `FrontendArgs`
-(vllm/entrypoints/common/cli_args.py:432). Read by `kvplan.sources.serve_line`.
+(vllm/entrypoints/common/cli_args.py:432). Read by `kvplan.sources.serve_options`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Read a vLLM server startup log (v0.31–0.34 formats) and pull out the KV-cache numbers.
 
-Every pattern below is the format string of a vLLM log call or exception (file:line in vLLM 0.34.0
-unless noted). Lines look like
+Every pattern it matches is the format string of a vLLM log call or exception, kept as data in
+`vllm_log_wordings` (file:line in vLLM 0.34.0 unless noted). Lines look like
 
     (EngineCore pid=123) INFO 11-02 10:00:00 [gpu_worker.py:795] Available KV cache memory: 32.0 GiB
     INFO 11-02 10:00:00 [gpu_worker.py:795] Available KV cache memory: 32.0 GiB
@@ -14,15 +14,46 @@ prefixes. Unrecognised lines are skipped. Values are never `eval`ed: Python repr
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-import warnings
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from kvplan.errors import InputError
+from kvplan.sources.pyrepr import parse_dict_repr, parse_kv_list, split_top, unbalanced
+from kvplan.sources.vllm_log_wordings import (
+    ANSI,
+    AUTO_FIT,
+    AVAILABLE,
+    BLOCK,
+    CAPACITY,
+    CAPACITY_START,
+    CAPACITY_V0,
+    CONCURRENCY,
+    ENGINE,
+    GPU_BLOCKS,
+    GRAPH_POOL,
+    GRAPH_PROFILE,
+    GRAPHS,
+    HEADER,
+    KV_SIZE,
+    LOGO_MODEL,
+    LOGO_VERSION,
+    MAMBA_PAD,
+    MODEL_LOADING,
+    NO_AUTO_FIT,
+    NO_MEMORY,
+    NON_DEFAULT,
+    PAD_LAYERS,
+    PREFIX_JSON,
+    PROC_ONLY,
+    RESERVED,
+    SUMMARY,
+    VERSION_API,
+    VERSION_SERVER,
+    WEIGHTS_LOADING,
+)
 
 __all__ = ["CapacityError", "CudaGraphProfile", "MemorySummary", "PaddingLayers", "VllmLog", "parse_vllm_log"]
 
@@ -181,76 +212,7 @@ class VllmLog(_Frozen):
 
 
 # ---------------------------------------------------------------------------------------------
-# Line layer
-
-# colour codes, also as pasted from a pager in caret notation ("^[[0;36m")
-_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
-                   r"|\x1b[@-Z\\-_]")
-_HEADER = re.compile(
-    r"(?:\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s+)?"
-    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
-    r"(?:\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+)?"  # no date with some VLLM_LOGGING_* settings
-    r"\[?(?P<src>[^\]\s\[]+?):\d+\]\s?(?P<msg>.*)$"  # "file.py:12]" before 0.8
-)
-_PREFIX_JSON = re.compile(r"^\s*(?:\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s*)?(?P<obj>\{.*\})\s*$")
-_PROC_ONLY = re.compile(r"^\s*\((?P<proc>[^()]*?)\s+pid=\d+[^()]*\)\s?(?P<msg>.*)$")
-
-_NUM = r"(\d+(?:\.\d+)?)"
-_INT = r"(\d[\d,]*)"
-
-_V = r"v?(\d+\.\d+[\w.+\-]*?)"
-_VERSION_SERVER = re.compile(r"vLLM server version " + _V + r",? serving model (\S+)")  # startup.py:18
-_VERSION_API = re.compile(r"vLLM API server version " + _V + r"(?:\s|$)")  # vLLM <= 0.11
-_LOGO_VERSION = re.compile(r"█\s+version\s+" + _V + r"(?:\s|$)")  # startup.py:22 logo
-_LOGO_MODEL = re.compile(r"█\s+model\s+(\S+)")
-_ENGINE = re.compile(r"Initializing a V1 LLM engine \(v([^)\s]+)\) with config: (.*)$")  # core.py:153
-_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")  # startup.py:96
-_SNUM = r"(-?\d+(?:\.\d+)?)"
-_AVAILABLE = re.compile(r"Available KV cache memory: " + _SNUM + r" GiB")  # gpu_worker.py:795
-_RESERVED = re.compile(r"reserved " + _NUM + r" GiB memory for KV Cache as specified by kv_cache_memory_bytes")
-_MODEL_LOADING = re.compile(r"Model loading took " + _NUM + r" GiB(?: memory)? and " + _NUM + r" s")  # model_runner:441
-_WEIGHTS_LOADING = re.compile(r"Loading model weights took " + _NUM + r" GB")  # before 0.8 ("GB" = GiB)
-_KV_SIZE = re.compile(r"\b(\w+(?: \+ host)?) KV cache size: " + _INT + r" tokens")  # kv_cache_utils.py:1168
-_CONCURRENCY = re.compile(r"Maximum concurrency for " + _INT + r" tokens per request: " + _NUM + r"x")
-_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")  # platforms/interface.py:1120, :934
-_MAMBA_PAD = re.compile(r"Padding mamba page size by " + _NUM + r"% to ensure")  # interface.py:1144
-_PAD_LAYERS = re.compile(r"Add (\d+) padding layers, may waste at most " + _NUM + r"% KV cache memory")
-_GRAPHS = re.compile(r"(?<!Encoder )(?<!encoder )Graph capturing finished in " + _NUM + r" secs, took "
-                     + r"(-?\d+(?:\.\d+)?) GiB")  # gpu/model_runner.py:1216
-_GRAPH_POOL = re.compile(r"CUDA graph pool memory: " + _NUM + r" GiB \(actual\), " + _NUM
-                         + r" GiB \(estimated\)")  # gpu_worker.py:1112
-_GRAPH_PROFILE = re.compile(r"The current --gpu-memory-utilization=" + _NUM + r" is equivalent to "
-                            r"--gpu-memory-utilization=" + _NUM + r" without CUDA graph memory profiling\..*?"
-                            r"increase --gpu-memory-utilization to " + _NUM)  # gpu_worker.py:809
-# gpu_worker.py:1175 (0.2x–0.34): "Actual usage is C GiB for consumed memory (weights + non-torch),
-# A GiB for peak activation, and G GiB for CUDAGraph memory."; before: "Actual usage is W GiB for
-# weight, A GiB for peak activation, N GiB for non-torch memory, and G GiB for CUDAGraph memory."
-_SUMMARY = re.compile(
-    r"Free memory on device \(" + _NUM + "/" + _NUM + r" GiB\) on startup\. Desired GPU memory "
-    r"utilization is \(" + _NUM + ", " + _NUM + r" GiB\)\. Actual usage is "
-    r"(?:" + _SNUM + r" GiB for consumed memory \(weights \+ non-torch\), " + _SNUM
-    + r" GiB for peak activation, and "
-    r"|" + _SNUM + r" GiB for weight, " + _SNUM + r" GiB for peak activation, " + _SNUM
-    + r" GiB for non-torch memory, and )"
-    + _SNUM + r" GiB for CUDAGraph memory\.(?: Replace gpu_memory_utilization config with "
-    r"`--kv-cache-memory=(-?\d+)`(?:.*?`--kv-cache-memory=(-?\d+)`(?:.*?Current kv cache memory "
-    r"in use is " + _SNUM + " GiB)?)?)?"  # the tail is often cut when pasted
-)
-_AUTO_FIT = re.compile(r"(?:Auto-fit max_model_len: reduced from \d+ to (\d+)"
-                       r"|--max-model-len auto reduced max_model_len from \d+ to (\d+)"
-                       r"|Auto-fit max_model_len: (?:full model context length|using max_model_len=) ?(\d+))")
-_CAPACITY = re.compile(
-    r"To serve at least one request with the models?'s max seq len \((\d+)\), \(" + _NUM
-    + r" GiB KV cache is needed, which is larger than the available KV cache memory \(" + _SNUM
-    + r" GiB\)\.(?:\s+Based on the available memory,\s+the estimated maximum model length is (\d+)\.)?"
-)  # kv_cache_planning.py:124 (0.34), kv_cache_utils.py:926 (0.31); "models's" until ~0.10
-_CAPACITY_START = "To serve at least one request with the model"
-# V0 engine (≤ 0.10 without VLLM_USE_V1): tokens, not GiB
-_CAPACITY_V0 = re.compile(r"The model's max seq len \((\d+)\) is larger than the maximum number of "
-                          r"tokens that can be stored in KV cache \((\d+)\)")
-_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")  # V1 before 0.8 (kv_cache_utils.py)
-_NO_MEMORY = re.compile(r"No available memory for the cache blocks\.")  # kv_cache_planning.py:107
-_NO_AUTO_FIT = re.compile(r"Cannot auto-fit max_model_len: not enough GPU memory available")  # :1433
+# Line layer (the wordings are data: vllm_log_wordings)
 
 
 def _decode(text: str | bytes) -> str:
@@ -282,7 +244,7 @@ def _decode(text: str | bytes) -> str:
 def _split_line(raw: str) -> tuple[str | None, str]:
     """(process name or None, message) of one log line; JSON lines (VLLM_LOGGING_CONFIG_PATH
     with a JSON formatter, e.g. python-json-logger) give their "message"."""
-    if "{" in raw and (j := _PREFIX_JSON.match(raw)):
+    if "{" in raw and (j := PREFIX_JSON.match(raw)):
         try:
             obj = json.loads(j.group("obj"))
         except ValueError:
@@ -293,136 +255,14 @@ def _split_line(raw: str) -> tuple[str | None, str]:
                 proc = j.group("proc") or obj.get("vllm_process_name") or obj.get("processName")
                 inner = _split_line(msg) if "\n" not in msg else (None, msg)
                 return (inner[0] or (proc if isinstance(proc, str) else None)), inner[1]
-    m = _HEADER.search(raw)
+    m = HEADER.search(raw)
     if m:
         return m.group("proc"), m.group("msg")
-    m = _PROC_ONLY.match(raw)
+    m = PROC_ONLY.match(raw)
     if m:
         return m.group("proc"), m.group("msg")
     return None, raw
 
-
-# ---------------------------------------------------------------------------------------------
-# Python-repr layer (never eval)
-
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-def _split_top(s: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside quotes and brackets; `<Enum.X: 3>` reprs count as brackets."""
-    return _scan(s, sep)[0]
-
-
-def _scan(s: str, sep: str = ",") -> tuple[list[str], bool]:
-    """(`s` split at `sep` outside quotes and brackets, whether a quote or bracket is left open)."""
-    parts: list[str] = []
-    stack: list[str] = []
-    quote: str | None = None
-    start = i = 0
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            stack.append(_OPEN[c])
-        elif c == "<" and i + 1 < n and (s[i + 1].isalpha() or s[i + 1] == "_"):
-            stack.append(">")
-        elif stack and c == stack[-1]:
-            stack.pop()
-        elif c == sep and not stack:
-            parts.append(s[start:i])
-            start = i + 1
-        i += 1
-    parts.append(s[start:])
-    return parts, bool(quote or stack)
-
-
-def _literal_eval(text: str) -> Any:
-    """ast.literal_eval, quiet about invalid escape sequences in log text."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.literal_eval(text)
-
-
-def _literal(text: str, depth: int = 0) -> Any:
-    """A Python repr → value (literal_eval), `Name(k=v, ...)` → dict, anything else → the text."""
-    text = text.strip()
-    if len(text) > 200_000 or depth > 20:
-        return text
-    try:
-        return _literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    call = re.match(r"^([A-Za-z_]\w*)\((.*)\)$", text, re.S)
-    if call:
-        out: dict[str, Any] = {}
-        for part in _split_top(call.group(2)):
-            key, eq, value = part.partition("=")
-            if not eq or not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key):
-                return text
-            out[key.strip()] = _literal(value, depth + 1)
-        return out
-    return text
-
-
-_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*")
-
-
-def _unbalanced(text: str) -> bool:
-    """An open quote or bracket at the end: the text was cut."""
-    return _scan(text)[1]
-
-
-def _parse_kv_list(body: str) -> dict[str, Any]:
-    """`model='x', max_seq_len=262144, ...` (VllmConfig.__str__) → dict. A pasted line may be
-    elided (`kv_cache_dtype=auto, ... enable_prefix_caching=False`) or cut: an elided stretch is
-    skipped, a value holding an ellipsis and the last value of a cut line are dropped."""
-    out: dict[str, Any] = {}
-    last: str | None = None
-    for part in _split_top(body):
-        elided = _ELLIPSIS.match(part)
-        part = part[elided.end():] if elided else part
-        m = re.match(r"^\s*([A-Za-z_]\w*)=(.*)$", part, re.S)
-        if m:
-            last = m.group(1)
-            out[last] = m.group(2)
-        elif last is not None and not elided:  # a comma that belonged to the previous value
-            out[last] += "," + part
-    if last is not None and (_unbalanced(body) or not body.rstrip() or body.rstrip()[-1] in "=,"):
-        out.pop(last)
-    return {k: v for k, v in ((k, _literal(v)) for k, v in out.items())
-            if not (isinstance(v, str) and ("..." in v or "…" in v))}
-
-
-def _parse_dict_repr(text: str) -> dict[str, Any]:
-    """`{'model': 'x', 'compilation_config': {'mode': <CompilationMode.VLLM_COMPILE: 3>}}` → dict;
-    values that are not literals (object reprs) are kept as their text."""
-    try:
-        value = _literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        value = None
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        return {}
-    out: dict[str, Any] = {}
-    for part in _split_top(body[1:-1]):
-        if not part.strip():
-            continue
-        key_value = _split_top(part, ":")
-        if len(key_value) < 2:
-            continue
-        key = _literal(key_value[0])
-        out[str(key)] = _literal(":".join(key_value[1:]))
-    return out
 
 
 def _num(s: str) -> float:
@@ -450,7 +290,7 @@ def parse_vllm_log(text: str | bytes) -> VllmLog:
         "memory_summaries": [],
     }
     models: dict[str, str] = {}
-    lines = _ANSI.sub("", text).splitlines()
+    lines = ANSI.sub("", text).splitlines()
     matched = 0
     for proc, msg in _records(lines):
         if _parse_message(proc, msg, f, models):
@@ -536,83 +376,83 @@ def _records(lines: list[str]) -> Any:
 
 
 def _has_header(line: str) -> bool:
-    return bool(_HEADER.search(line) or _PROC_ONLY.match(line) or line.lstrip().startswith("{"))
+    return bool(HEADER.search(line) or PROC_ONLY.match(line) or line.lstrip().startswith("{"))
 
 
 def _is_cut(msg: str) -> bool:
     """A key message whose end is missing (so the next header-less line continues it)."""
-    if _CAPACITY_START in msg:
+    if CAPACITY_START in msg:
         return not re.search(r"(?:for more details|when initializing the engine)\.?\s*$", msg)
     if "non-default args: {" in msg:
-        return not _NON_DEFAULT.search(msg)
+        return not NON_DEFAULT.search(msg)
     if "Free memory on device (" in msg:
         return "Current kv cache memory in use is" not in msg or not msg.rstrip().endswith(".")
     if "Initializing a V1 LLM engine" in msg and " with config: " in msg:
         body = msg.split(" with config: ", 1)[1].rstrip()
-        return not body or body[-1] in "=," or _unbalanced(body) or "=" not in _split_top(body)[-1]
+        return not body or body[-1] in "=," or unbalanced(body) or "=" not in split_top(body)[-1]
     return False
 
 
 def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[str, str]) -> bool:
     """Update `f` from one log message; True if the message was recognised."""
     if "version" in msg:
-        m = _VERSION_SERVER.search(msg)
+        m = VERSION_SERVER.search(msg)
         if m:
             f.setdefault("version", m.group(1))
             models.setdefault("version", m.group(2))
             return True
-        m = _VERSION_API.search(msg) or _LOGO_VERSION.search(msg)
+        m = VERSION_API.search(msg) or LOGO_VERSION.search(msg)
         if m:
             f.setdefault("version", m.group(1))
             return True
     if "█" in msg:
-        m = _LOGO_MODEL.search(msg)
+        m = LOGO_MODEL.search(msg)
         if m:
             models.setdefault("version", m.group(1))
             return True
     if "LLM engine" in msg:
-        m = _ENGINE.search(msg)
+        m = ENGINE.search(msg)
         if m:
             f.setdefault("version", m.group(1).removeprefix("v"))
             if not f["engine_config"]:
-                f["engine_config"] = _parse_kv_list(m.group(2))
+                f["engine_config"] = parse_kv_list(m.group(2))
             return True
     if "non-default args" in msg:
-        m = _NON_DEFAULT.search(msg)
+        m = NON_DEFAULT.search(msg)
         if m:
             if not f["non_default_args"]:
-                f["non_default_args"] = _parse_dict_repr(m.group(1))
+                f["non_default_args"] = parse_dict_repr(m.group(1))
             return True
     if "GiB" in msg or "GB" in msg:
-        if m := _AVAILABLE.search(msg):
+        if m := AVAILABLE.search(msg):
             gib = _num(m.group(1))
             f["available_kv_cache_gib"].append(gib)
             if proc:
                 f["available_kv_cache_by_process"][proc] = gib
             return True
-        if m := _RESERVED.search(msg):
+        if m := RESERVED.search(msg):
             f["kv_cache_memory_reserved_gib"].append(_num(m.group(1)))
             return True
-        if m := _MODEL_LOADING.search(msg):
+        if m := MODEL_LOADING.search(msg):
             f["model_loading_gib"].append(_num(m.group(1)))
             f["model_loading_seconds"].append(_num(m.group(2)))
             if proc:
                 f["model_loading_by_process"][proc] = _num(m.group(1))
             return True
-        if m := _WEIGHTS_LOADING.search(msg):
+        if m := WEIGHTS_LOADING.search(msg):
             f["model_loading_gib"].append(_num(m.group(1)))
             if proc:
                 f["model_loading_by_process"][proc] = _num(m.group(1))
             return True
-        if m := _GRAPHS.search(msg):
+        if m := GRAPHS.search(msg):
             f["cuda_graph_capture_seconds"].append(_num(m.group(1)))
             f["cuda_graph_capture_gib"].append(float(m.group(2)))
             return True
-        if m := _GRAPH_POOL.search(msg):
+        if m := GRAPH_POOL.search(msg):
             f["cuda_graph_pool_actual_gib"].append(_num(m.group(1)))
             f["cuda_graph_pool_estimated_gib"].append(_num(m.group(2)))
             return True
-        if m := _SUMMARY.search(msg):
+        if m := SUMMARY.search(msg):
             g: list[str | None] = list(m.groups())
 
             def opt(i: int) -> float | None:
@@ -632,7 +472,7 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
                 kv_cache_memory_to_gpu_limit=None if g[11] is None else int(g[11]),
                 kv_cache_in_use_gib=opt(12)))
             return True
-    if "The model's max seq len (" in msg and (m := _CAPACITY_V0.search(msg)):
+    if "The model's max seq len (" in msg and (m := CAPACITY_V0.search(msg)):
         if f.get("capacity_error") is None:
             f["capacity_error"] = CapacityError(
                 kind="max_seq_len_tokens", message=msg[m.start():].rstrip(),
@@ -642,7 +482,7 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
         if f.get("capacity_error") is None:
             start = msg.index("To serve at least one request")
             message = msg[start:].rstrip()
-            m = _CAPACITY.search(message)
+            m = CAPACITY.search(message)
             f["capacity_error"] = CapacityError(
                 kind="max_seq_len", message=message,
                 max_model_len=int(m.group(1)) if m else None,
@@ -650,40 +490,40 @@ def _parse_message(proc: str | None, msg: str, f: dict[str, Any], models: dict[s
                 available_gib=float(m.group(3)) if m else None,
                 estimated_max_model_len=int(m.group(4)) if m and m.group(4) else None)
         return True
-    for pattern, kind in ((_NO_MEMORY, "no_memory"), (_NO_AUTO_FIT, "auto_fit")):
+    for pattern, kind in ((NO_MEMORY, "no_memory"), (NO_AUTO_FIT, "auto_fit")):
         m = pattern.search(msg)
         if m:
             if f.get("capacity_error") is None:
                 f["capacity_error"] = CapacityError(kind=kind, message=msg[m.start():].rstrip())
             return True
     matched = False
-    if "KV cache size" in msg and (m := _KV_SIZE.search(msg)):
+    if "KV cache size" in msg and (m := KV_SIZE.search(msg)):
         f["kv_cache_size_tokens"].append(_int(m.group(2)))
         matched = True
-    if "# GPU blocks" in msg and (m := _GPU_BLOCKS.search(msg)):
+    if "# GPU blocks" in msg and (m := GPU_BLOCKS.search(msg)):
         f["gpu_blocks"] = int(m.group(1))
         matched = True
-    if "Maximum concurrency" in msg and (m := _CONCURRENCY.search(msg)):
+    if "Maximum concurrency" in msg and (m := CONCURRENCY.search(msg)):
         f["max_concurrency_tokens"] = _int(m.group(1))
         f["max_concurrency"].append(_num(m.group(2)))
         matched = True
     if matched:
         return True
-    if m := _BLOCK.search(msg):
+    if m := BLOCK.search(msg):
         f["attention_block_size"] = int(m.group(1))
         return True
-    if m := _MAMBA_PAD.search(msg):
+    if m := MAMBA_PAD.search(msg):
         f["mamba_padding_pct"] = _num(m.group(1))
         return True
-    if m := _PAD_LAYERS.search(msg):
+    if m := PAD_LAYERS.search(msg):
         f["padding_layers"].append(PaddingLayers(count=int(m.group(1)), waste_pct=_num(m.group(2))))
         return True
     if "max_model_len" in msg or "max-model-len" in msg:
-        m = _AUTO_FIT.search(msg)
+        m = AUTO_FIT.search(msg)
         if m:
             f["auto_fit_max_model_len"] = int(next(g for g in m.groups() if g))
             return True
-    if m := _GRAPH_PROFILE.search(msg):
+    if m := GRAPH_PROFILE.search(msg):
         f["cuda_graph_profile"] = CudaGraphProfile(current_utilization=_num(m.group(1)),
                                                    equivalent_utilization=_num(m.group(2)),
                                                    suggested_utilization=_num(m.group(3)))

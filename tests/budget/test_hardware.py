@@ -13,7 +13,6 @@ import pytest
 
 from kvplan.budget.hardware import (
     Gpu,
-    check_kv_dtype_supported,
     gpu_lookup_keys,
     gpu_total_memory_bytes,
     list_gpus,
@@ -21,6 +20,7 @@ from kvplan.budget.hardware import (
     normalize_gpu_name,
     sm_version,
 )
+from kvplan.budget.kv_dtype_support import check_kv_dtype_supported
 from kvplan.errors import InputError
 
 SHARED_CSV = Path("/work/shared/data/gpus.csv")
@@ -32,7 +32,8 @@ def _csv_rows() -> list[dict[str, str]]:
 
 
 KVPLAN_COLUMNS = ["spec_memory_gb", "spec_memory_source", "gddr_ecc", "nominal_total_gib",
-                  "usd_per_hour", "usd_per_hour_source"]
+                  "usd_per_hour", "usd_per_hour_source", "nvidia_smi_total_mib",
+                  "nvidia_smi_total_source"]
 
 
 def test_packaged_csv_is_the_shared_reference_plus_kvplan_columns():
@@ -232,11 +233,13 @@ def test_fp8_native_from_ada():
 def test_nvfp4_on_ampere_and_hopper():
     for name in ("a100", "a10", "rtx 3090", "h100"):
         g = lookup_gpu(name)
-        # vLLM 0.31-0.33: TRT-LLM kernels of the sm100 family only
-        reason = check_kv_dtype_supported(g, "nvfp4", vllm_version="0.33.0")
+        # vLLM 0.31: TRT-LLM kernels of the sm100 family only
+        reason = check_kv_dtype_supported(g, "nvfp4", vllm_version="0.31.0")
         assert reason is not None and "sm100" in reason
-        # vLLM 0.34: FlashInfer's FA2 path reads plain nvfp4 on the sm80/sm90 families...
-        assert check_kv_dtype_supported(g, "nvfp4", vllm_version="0.34.0") is None
+        # vLLM 0.32+ (_nvfp4_kv_on_fa2 is in flashinfer.py from 0.32.0): FlashInfer's FA2 path
+        # reads plain nvfp4 on the sm80/sm90 families...
+        for v in ("0.32.0", "0.33.0", "0.34.0"):
+            assert check_kv_dtype_supported(g, "nvfp4", vllm_version=v) is None, (name, v)
         # ...not the 4over6 variant, not at head_size 64, not with sinks, and not natively
         assert "TRT-LLM" in check_kv_dtype_supported(g, "nvfp4_4over6")
         assert "head_size 64" in check_kv_dtype_supported(g, "nvfp4", head_size=64)
@@ -250,10 +253,11 @@ def test_nvfp4_on_blackwell_and_older_gpus():
         assert check_kv_dtype_supported(g, "nvfp4", vllm_version="0.33") is None
         assert check_kv_dtype_supported(g, "nvfp4_4over6") is None
         assert check_kv_dtype_supported(g, "nvfp4", native_only=True) is None
-    for name in ("rtx 5090", "gb10"):  # sm120/sm121: FA2 path in 0.34, nothing before
+    for name in ("rtx 5090", "gb10"):  # sm120/sm121: FA2 prefill + XQA decode from 0.32
         g = lookup_gpu(name)
         assert check_kv_dtype_supported(g, "nvfp4") is None
-        assert check_kv_dtype_supported(g, "nvfp4", vllm_version="0.32.0") is not None
+        assert check_kv_dtype_supported(g, "nvfp4", vllm_version="0.32.0") is None
+        assert check_kv_dtype_supported(g, "nvfp4", vllm_version="0.31.0") is not None
     for name in ("v100", "t4"):
         assert check_kv_dtype_supported(lookup_gpu(name), "nvfp4") is not None
     assert "MLA" in check_kv_dtype_supported(lookup_gpu("b200"), "nvfp4", use_mla=True)
@@ -313,3 +317,16 @@ def test_every_row_has_a_vendor_capacity_and_priced_rows_cite_a_source():
         if g.usd_per_hour is not None:
             src = g.usd_per_hour_source or ""
             assert src.startswith("estimate") or "https://" in src, g.name
+
+
+def test_nvidia_smi_totals_are_sourced_and_above_the_runtime_total():
+    """nvidia-smi's memory.total (SGLang's figure) has a source, and the runtime (vLLM's
+    cudaMemGetInfo figure) reports less: the driver reserve."""
+    with_smi = [g for g in list_gpus() if g.nvidia_smi_total_mib is not None]
+    assert {g.name for g in with_smi} >= {"NVIDIA H100 SXM 80GB", "NVIDIA H200 141GB (SXM)",
+                                          "NVIDIA B200", "NVIDIA L4"}
+    for g in with_smi:
+        assert g.nvidia_smi_total_source and "http" in g.nvidia_smi_total_source
+        if g.total_memory_bytes is not None and not g.total_memory_nominal:
+            assert g.total_memory_bytes < g.nvidia_smi_total_mib * 2**20
+    assert lookup_gpu("H100").nvidia_smi_total_mib == 81559

@@ -256,7 +256,7 @@ def test_logged_terms_are_set_beside_kvplans_estimate() -> None:
     the same deployment: every estimated column is the estimate's own term."""
     from pathlib import Path
 
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.sources.vllm_log import LoggedMemory
 
@@ -283,3 +283,18 @@ def test_logged_terms_are_set_beside_kvplans_estimate() -> None:
     assert sum(t.num_bytes for t in ev.budget.breakdown) == round(53.97 * GiB)
     assert [t.name for t in ev.budget.breakdown][:2] == ["requested memory",
                                                          "weights + non-torch memory (logged)"]
+
+
+def test_one_batch_defaults_rule_for_the_build_and_the_budget():
+    from kvplan.budget.hardware import sm_version
+    from kvplan.engines.vllm.build import get_batch_defaults
+
+    assert default_batch_limits is get_batch_defaults
+    gb10 = lookup_gpu("gb10")
+    assert sm_version(gb10) == 121
+    # vLLM 0.33+: GB10 is told by its compute capability (is_device_capability((12, 1))), not by
+    # its name: the small tier despite its 121 GiB
+    assert get_batch_defaults(121 * 2**30, "NVIDIA GB10", sm=121) == (2048, 256)
+    assert get_batch_defaults(121 * 2**30, "anything", sm=121, usage="llm") == (8192, 256)
+    assert get_batch_defaults(121 * 2**30, "NVIDIA GB10", sm=None) == (8192, 1024)
+    assert get_batch_defaults(None) == (2048, 256)  # unknown device: vLLM's except branch

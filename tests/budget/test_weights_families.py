@@ -168,22 +168,22 @@ def test_every_module_quantized_layers_names_is_counted_quantized(name: str) -> 
     # ModelOpt MIXED_PRECISION lists each quantized checkpoint module; kvplan's virtual tensors
     # may fuse them (Qwen3.5 GDN in_proj_qkv + in_proj_z → in_proj_qkvz) or name them otherwise
     # (MiniMax experts w1/w2/w3): none may fall back to bfloat16
-    from kvplan.budget.weights import estimate as est
+    from kvplan.budget.weights import inventories, schemes
 
     c = cfg(name)
     qc = c.get("quantization_config") or c["text_config"]["quantization_config"]
-    quantized_layers = {est._canonical_tail(k) for k in qc["quantized_layers"]}
-    vts, _, _ = est.config_virtual_tensors(c, include_vision=False)
-    plan = est._quant_plan(c, None, None)
+    quantized_layers = {schemes.canonical_tail(k) for k in qc["quantized_layers"]}
+    vts, _, _ = inventories.config_virtual_tensors(c, include_vision=False)
+    plan = schemes.quant_plan(c, None, None)
     checked = 0
     for vt in vts:
-        tail = est._canonical_tail(vt.module)
+        tail = schemes.canonical_tail(vt.module)
         parent, _, leaf = tail.rpartition(".")
-        parts = [f"{parent}.{p}" for p in est._FUSED_PARTS.get(leaf, ())]
+        parts = [f"{parent}.{p}" for p in schemes.FUSED_PARTS.get(leaf, ())]
         in_checkpoint = tail in quantized_layers or (parts and all(
             p in quantized_layers for p in parts)) or (".experts." in tail and any(
                 k.startswith(tail.rpartition(".experts.")[0] + ".experts.") for k in quantized_layers))
         if vt.role == "linear" and in_checkpoint:
             checked += 1
-            assert est._scheme_for(vt, plan).kind != "none", vt.name
+            assert schemes.scheme_for(vt, plan).kind != "none", vt.name
     assert checked > 100

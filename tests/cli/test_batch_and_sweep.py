@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.cli import app
-from kvplan.engine.planner import plan, plan_lengths, replace_input
+from kvplan.engines.vllm.planner import plan, plan_lengths, replace_input
 from kvplan.pipeline.sweep import parse_lengths
 from kvplan.sources.specfile import load_spec_file
 from tests.golden import BUNDLED, load

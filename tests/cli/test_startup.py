@@ -47,18 +47,18 @@ def test_json_output_needs_no_rich() -> None:
     llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
     assert _heavy(["check", str(llama), "--kv-cache-memory", "20GiB", "--json"],
                   ("rich", "kvplan.output.report")) == []
-    assert _heavy(["gpus", "--json"], ("rich", "kvplan.output.report", "kvplan.engine")) == []
+    assert _heavy(["gpus", "--json"], ("rich", "kvplan.output.report", "kvplan.engines")) == []
     assert _heavy(["gpus"], ("rich",)) == ["rich"]  # the probe sees rich when a table is drawn
 
 
 def test_check_imports_only_the_adapter_its_config_needs() -> None:
     llama = BUNDLED.parent / "hf-configs" / "meta-llama--Llama-3.1-8B"
-    others = ("kvplan.models.deepseek", "kvplan.models.deepseek_v4", "kvplan.models.qwen",
-              "kvplan.models.mamba", "kvplan.models.gemma", "kvplan.models.coverage",
-              "kvplan.models.retired", "kvplan.models.resolved", "kvplan.sources.vllm_log",
-              "kvplan.models.llama")
+    others = ("kvplan.models.families.deepseek", "kvplan.models.families.deepseek_v4", "kvplan.models.families.qwen",
+              "kvplan.models.families.mamba", "kvplan.models.families.gemma", "kvplan.models.coverage",
+              "kvplan.models.retired", "kvplan.models.resolution.resolved", "kvplan.sources.vllm_log",
+              "kvplan.models.families.llama")
     assert _heavy(["check", str(llama), "--gpu", "H100", "--json"], others) == [
-        "kvplan.models.llama"]
+        "kvplan.models.families.llama"]
 
 
 def test_one_command_app_parses_and_helps_as_the_whole_app() -> None:

@@ -76,7 +76,7 @@ def check_h100_x8(config_path: Path, *extra: str) -> dict[str, Any]:
 
 def h100_tp8(**changes: Any) -> Any:
     """The same deployment as a build.Deployment (SM90, 8192 batched tokens)."""
-    from kvplan.models.build import Deployment
+    from kvplan.engines.vllm.build import Deployment
 
     base: dict[str, Any] = dict(vllm_version="0.34.0", tensor_parallel_size=8, sm=90,
                                 max_model_len=262144, max_num_batched_tokens=8192,

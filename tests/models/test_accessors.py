@@ -1,12 +1,12 @@
-"""vLLM's generic ModelConfig accessors on transformers-resolved configs (kvplan.models.accessors).
+"""vLLM's generic ModelConfig accessors on transformers-resolved configs (kvplan.models.resolution.accessors).
 
 Expected values by hand from the config files and vLLM 0.34's model_arch_config_convertor.py.
 """
 
 from __future__ import annotations
 
-from kvplan.models import accessors as acc
-from kvplan.models.resolve import Resolved, resolve
+from kvplan.models.resolution import accessors as acc
+from kvplan.models.resolution.resolve import Resolved, resolve
 from tests.models.helpers import read_config
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec
-from kvplan.errors import ConfigError, UnsupportedError
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec
+from kvplan.errors import ConfigError, StartupError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import check_h100_x8, h100_tp8, indices
 
@@ -83,3 +83,12 @@ def test_cli_h100_x8(tmp_path) -> None:
     assert {g["natural_page_size_bytes"] for g in out["groups"] if g["kind"] == "mamba"} == {
         271_360}
     assert sum(g["num_layers"] for g in out["groups"] if g["kind"] == "full_attention") == 2
+
+
+def test_pipeline_parallel_refused_as_vllm_does() -> None:
+    # vLLM 0.34: AliceAIForCausalLM is not SupportsPP (its forward also raises
+    # "AliceAI does not support pipeline parallelism")
+    m = describe_model(_config(), source="alice")
+    assert not m.supports_pipeline_parallel
+    with pytest.raises(StartupError, match="SupportsPP"):
+        build(m, h100_tp8(tensor_parallel_size=4, pipeline_parallel_size=2))

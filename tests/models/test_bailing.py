@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from kvplan.engine.planner import plan
-from kvplan.engine.serialize import contract_dict
-from kvplan.engine.specs import MambaSpec, MambaType, MLAAttentionSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.serialize import contract_dict
+from kvplan.engines.vllm.specs import MambaSpec, MambaType, MLAAttentionSpec
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.coverage import ENCODER_CACHE_NOTE
 from kvplan.models.description import LayerKind
 from tests.golden import ORACLE_2026, VERSIONS, contract, load

@@ -100,4 +100,4 @@ def test_every_row_has_exactly_the_columns() -> None:
     """An unquoted comma in a reason would cut it short (csv.DictReader puts the rest under None)."""
     with resources.files("kvplan").joinpath("data", "coverage.csv").open(encoding="utf-8") as fh:
         widths = {len(row) for row in csv.reader(fh)}
-    assert widths == {5}
+    assert widths == {len(COVERAGE_COLUMNS)}

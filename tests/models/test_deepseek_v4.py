@@ -24,9 +24,9 @@ import json
 
 import pytest
 
-from kvplan.engine.specs import MLAAttentionSpec, SlidingWindowMLASpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import MLAAttentionSpec, SlidingWindowMLASpec
 from kvplan.errors import InputError
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, real
 

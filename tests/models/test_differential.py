@@ -1,6 +1,6 @@
 """Differential test: for every real config in tests/data/hf-configs, the fields kvplan's adapters
 read equal what transformers' configuration class yields through vLLM's generic accessors
-(`kvplan.models.accessors`). Where they legitimately differ, `REASONS` names why.
+(`kvplan.models.resolution.accessors`). Where they legitimately differ, `REASONS` names why.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from kvplan.errors import UnsupportedError
-from kvplan.models import accessors as acc
 from kvplan.models import describe_draft, describe_model
 from kvplan.models._common import Cfg
 from kvplan.models.description import LayerKind, ModelDescription
 from kvplan.models.drafts import detect_method
-from kvplan.models.resolve import resolve
+from kvplan.models.resolution import accessors as acc
+from kvplan.models.resolution.resolve import resolve
 from tests.models.helpers import HF_CONFIGS, read_config
 
 ALL = sorted(p.parent.name for p in HF_CONFIGS.glob("*/config.json"))
@@ -32,7 +32,7 @@ REASONS: dict[tuple[str, str], str] = {
     ("moonshotai--Kimi-Linear-48B-A3B-Instruct", "max_len"):
         "Kimi-Linear: the description keeps KimiLinearConfig's max_position_embeddings 4096; "
         "vLLM's derived length is model_max_length 1048576, which wins in "
-        "derive_max_model_len_and_key (kvplan.models.max_len applies that rule at build time)",
+        "derive_max_model_len_and_key (kvplan.models.resolution.max_len applies that rule at build time)",
     ("moonshotai--Kimi-Linear-48B-A3B-Instruct", "kinds"):
         "Kimi-Linear: 'linear_attention' layers are KDA state layers (models/kimi_linear.py)",
     **{(name, "kinds"): "Nemotron-3: 'linear_attention' layers are Mamba2 mixers "
@@ -50,7 +50,7 @@ REASONS: dict[tuple[str, str], str] = {
     **{("handmade--Inkling", check): "Inkling: vLLM reads it with its own InklingMMConfig "
        "(models/inkling/configs.py), not transformers' InklingConfig: local_layer_ids layers use "
        "swa_num_key_value_heads and sliding_window_size, and the length comes from "
-       "model_max_length at build time (kvplan.models.max_len)"
+       "model_max_length at build time (kvplan.models.resolution.max_len)"
        for check in ("max_len", "layer_heads", "layer_window", "kinds", "model_window")},
     ("google--gemma-4-26B-A4B", "kinds"):
         "Gemma 4: the last num_kv_shared_layers layers read an earlier layer's cache "

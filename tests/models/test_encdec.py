@@ -1,4 +1,4 @@
-"""Encoder-decoder speech models (kvplan.models.encdec): Whisper from its real configs, Canary and
+"""Encoder-decoder speech models (kvplan.models.families.encdec): Whisper from its real configs, Canary and
 Cohere ASR from small hand-made dicts (no real config.json of either was found: PROVENANCE.md).
 
 Layer counts and pages are worked out by hand below; the plans equal vLLM's own planner on the
@@ -12,12 +12,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from kvplan.engine.planner import plan
-from kvplan.engine.serialize import contract_dict
-from kvplan.engine.specs import CrossAttentionSpec, FullAttentionSpec
+from kvplan.engines.vllm.build import Deployment, build
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.serialize import contract_dict
+from kvplan.engines.vllm.specs import CrossAttentionSpec, FullAttentionSpec
 from kvplan.errors import ConfigError, StartupError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import Deployment, build
 from kvplan.models.description import LayerKind
 from tests.golden import ORACLE_2026, VERSIONS, contract, load
 from tests.models.helpers import HF_CONFIGS, edited, of_kind, real

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kvplan.cli import app
+from kvplan.engines.vllm.build import build
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from tests.models.helpers import HF_CONFIGS, edited, h100_tp8, one, real
 
 DEFAULTS = "handmade--flint-defaults"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.planner import plan
-from kvplan.engine.serialize import contract_dict
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.serialize import contract_dict
 from kvplan.models import mtp_draft
-from kvplan.models.build import build
 from tests.golden import ORACLE_2026, VERSIONS, contract, load
 from tests.models.helpers import h100_tp8, real
 

@@ -23,10 +23,10 @@ import copy
 
 import pytest
 
-from kvplan.engine.specs import CircularBufferSpec, MambaSpec, MLAAttentionSpec, SparseCacheRole
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import CircularBufferSpec, MambaSpec, MLAAttentionSpec, SparseCacheRole
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.models import describe_model, mtp_draft
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import (
     HF_CONFIGS,

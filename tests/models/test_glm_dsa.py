@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.planner import plan
-from kvplan.engine.specs import MLAAttentionSpec, SparseCacheRole
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.specs import MLAAttentionSpec, SparseCacheRole
 from kvplan.errors import UnsupportedError
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, one, real
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import copy
 
-from kvplan.engine.specs import FullAttentionSpec, SlidingWindowSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, SlidingWindowSpec
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, read_config, real
 

@@ -16,8 +16,8 @@ What vLLM does (0.34.0 wheel; 0.31–0.33 the same for this model):
 
 from __future__ import annotations
 
-from kvplan.engine.specs import MambaSpec, MLAAttentionSpec
-from kvplan.models.build import build
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import MambaSpec, MLAAttentionSpec
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, indices, one, real
 
@@ -117,7 +117,7 @@ def test_kimi_k3_cli_h100_x8() -> None:
 
 
 def test_kimi_k3_ssm_dtype_and_sm80_have_no_checkpoint() -> None:
-    from kvplan.engine.specs import MambaSpec
+    from kvplan.engines.vllm.specs import MambaSpec
 
     m = real(K3)
     name = "language_model.model.layers.0.self_attn"

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType, SlidingWindowSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, MambaType, SlidingWindowSpec
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import LayerKind, ShortConvDims
-from kvplan.models.resolved import ENCODER_CACHE_NOTE
+from kvplan.models.resolution.resolved import ENCODER_CACHE_NOTE
 from tests.models.helpers import (
     HF_CONFIGS,
     assert_plan_equals_oracle,

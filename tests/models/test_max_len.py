@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from kvplan import models as config
 from kvplan.cli import app
 from kvplan.errors import EXIT_DOES_NOT_FIT, StartupError
-from kvplan.models.max_len import allow_long_from_env, derived_max_model_len, verify_max_model_len
+from kvplan.models.resolution.max_len import allow_long_from_env, derived_max_model_len, verify_max_model_len
 
 DATA = Path(__file__).parent.parent / "data"
 CONFIGS = DATA / "hf-configs"

@@ -72,7 +72,7 @@ def test_mimo_v2_flash_cli_h100_x8_adds_6_padding_layers() -> None:
 def test_mimo_v2_diff_kv_takes_flash_attention_on_sm100() -> None:
     # FlashInfer is SM10x's first choice for causal layers, but MiMo's DiffKV layers pick
     # FLASH_ATTN_DIFFKV (models/mimo_v2.py L339–346); elsewhere (e.g. SM80) TRITON_ATTN_DIFFKV
-    from kvplan.models.build import build
+    from kvplan.engines.vllm.build import build
     from tests.models.helpers import h100_tp8
 
     m = real("XiaomiMiMo--MiMo-V2-Flash")
@@ -89,8 +89,8 @@ def test_mimo_v2_fp8_kv_needs_a_flash_attention_that_takes_it() -> None:
     # 192/128; fp8_e5m2 never; SM80 runs TRITON_ATTN_DIFFKV, which has no such check
     import pytest
 
+    from kvplan.engines.vllm.build import build
     from kvplan.errors import StartupError
-    from kvplan.models.build import build
     from tests.models.helpers import h100_tp8
 
     m = real("XiaomiMiMo--MiMo-V2-Flash")
@@ -112,8 +112,8 @@ def test_mimo_v2_omni_is_mimo_v2_under_language_model() -> None:
     """vLLM: mimo_v2_omni.py MiMoV2OmniForCausalLM builds MiMoV2FlashForCausalLM at
     language_model (vision / audio towers hold no KV cache). The MiMo-V2-Flash config with the
     Omni architecture (the --hf-overrides public MiMo-V2.5 recipes use) exercises that branch."""
+    from kvplan.engines.vllm.build import build
     from kvplan.models import describe_model
-    from kvplan.models.build import build
     from tests.models.helpers import edited, h100_tp8
 
     flash = real("XiaomiMiMo--MiMo-V2-Flash")

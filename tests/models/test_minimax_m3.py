@@ -17,8 +17,8 @@ What vLLM does (0.34.0 wheel; 0.31–0.33 the same here):
 
 from __future__ import annotations
 
-from kvplan.engine.specs import FullAttentionSpec, MLAAttentionSpec, SparseCacheRole
-from kvplan.models.build import build
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MLAAttentionSpec, SparseCacheRole
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, real
 

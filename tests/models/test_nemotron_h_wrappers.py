@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from kvplan.engine.specs import MambaSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import MambaSpec
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.coverage import ENCODER_CACHE_NOTE
 from kvplan.models.description import LayerKind, Mamba2Dims
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, edited, h100_tp8, indices, read_config

@@ -15,9 +15,9 @@ builds on CPU (0.31/0.33/0.34, TP 1): names, order, shapes, heads, dtypes equal.
 
 from __future__ import annotations
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, MambaType
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import GdnDims, LayerKind
 from tests.models.helpers import h100_tp8, indices, of_kind, one, read_config, real
 

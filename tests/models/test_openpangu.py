@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from kvplan.engine.planner import plan
-from kvplan.engine.serialize import contract_dict
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.serialize import contract_dict
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from tests.golden import ORACLE_2026, VERSIONS, contract, load
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, one, real
 

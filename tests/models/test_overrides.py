@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import kvplan
 from kvplan.cli import app
 from kvplan.errors import InputError
-from kvplan.models.overrides import apply_hf_overrides, hf_overrides_json, parse_hf_overrides
+from kvplan.models.resolution.overrides import apply_hf_overrides, hf_overrides_json, parse_hf_overrides
 from tests.models.helpers import HF_CONFIGS
 
 QWEN3 = HF_CONFIGS / "Qwen--Qwen3-8B"

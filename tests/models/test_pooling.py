@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.planner import plan
+from kvplan.engines.vllm.build import Deployment, build
+from kvplan.engines.vllm.planner import plan
 from kvplan.errors import InputError
 from kvplan.models import describe_model
-from kvplan.models.build import Deployment, build
 from kvplan.models.description import LayerKind
 from kvplan.models.pooling import resolve_runner
 from tests.models.helpers import edited, real
@@ -81,6 +81,17 @@ def test_is_causal_false_runs_encoder_only_with_no_kv_cache() -> None:
     built = build(desc, DEP)
     assert built.layers == ()  # vLLM: EncoderOnlyAttention.get_kv_cache_spec returns None
     assert any("no KV cache: encoder-only attention" in w for w in built.warnings)
+
+
+@pytest.mark.parametrize(("is_causal", "kinds"), [
+    (None, {LayerKind.MLA}), (True, {LayerKind.MLA}), (False, {LayerKind.ENCODER_ONLY})])
+def test_deepseek_v3_bidirectional_is_bidirectional_only_when_the_config_says_so(
+        is_causal: bool | None, kinds: set[LayerKind]) -> None:
+    # vLLM: no config hook sets is_causal for it; DeepseekV2MLAAttention reads
+    # getattr(config, "is_causal", True), so without the field the MLA layers keep a KV cache
+    more = () if is_causal is None else (("is_causal",), is_causal)
+    desc = _describe("deepseek-ai--DeepSeek-V3", "DeepseekV3BidirectionalModel", *more)
+    assert {layer.kind for layer in desc.layers if layer.kind.is_attention} == kinds
 
 
 def test_qwen3_for_causal_lm_as_embedding_model_with_runner_pooling() -> None:

@@ -17,10 +17,10 @@ import json
 
 import pytest
 
-from kvplan.engine.specs import MambaSpec
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import MambaSpec
 from kvplan.errors import UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from tests.models.helpers import check_h100_x8, edited, h100_tp8, real
 
 QWEN = "Qwen--Qwen3.5-27B"

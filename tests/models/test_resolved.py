@@ -11,8 +11,8 @@ import pytest
 
 from kvplan.errors import ConfigError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.description import ModelDescription
-from kvplan.models.resolved import ENCODER_CACHE_NOTE, FAMILY
+from kvplan.models.description import LayerKind, ModelDescription
+from kvplan.models.resolution.resolved import ENCODER_CACHE_NOTE, FAMILY
 from tests.models.helpers import DELETE, edited, real
 
 
@@ -163,27 +163,23 @@ def test_transformers_validation_error_is_a_config_error() -> None:
         describe_model(config, source="edited")
 
 
-def test_deepseek_style_mla_without_adapter_plans_as_deepseek() -> None:
-    # glm4_moe_lite (GLM-4.7-Flash) has no fast adapter; vLLM's glm4_moe_lite.py builds
-    # Glm4MoeLiteMLAAttention(DeepseekV2MLAAttention) on every layer: one latent head of
-    # kv_lora_rank 512 + qk_rope_head_dim 64 = 576 per token, 61 layers (DeepSeek-V3's values),
-    # at model.layers.N.self_attn.attn
+def test_mla_config_of_a_native_mla_class_plans_mla_on_every_layer() -> None:
+    # an MLA model type (vLLM's is_deepseek_mla list) with no fast adapter, whose vLLM class
+    # builds MLAAttention (registry: glm4_moe_lite.py): one latent row per layer and token
     config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["Glm4MoeLiteForCausalLM"],
                     ("model_type",), "glm4_moe_lite")
-    m = describe_model(config, source="edited")
-    assert m.model_type == "glm4_moe_lite" and len(m.layers) == 61
-    assert {(layer.kind.value, layer.num_kv_heads, layer.head_size) for layer in m.layers} == {
-        ("mla", 1, 576)}
-    assert m.layers[60].name == "model.layers.60.self_attn.attn"
-    assert any("DeepSeek-style multi-head latent attention" in w for w in m.warnings)
+    desc = describe_model(config, source="edited")
+    assert desc.use_mla and len(desc.layers) == 61
+    assert {(layer.kind, layer.head_size, layer.head_size_v) for layer in desc.layers} == {
+        (LayerKind.MLA, 512 + 64, 0)}
+    assert desc.layers[0].name == "model.layers.0.self_attn.attn"
 
 
-def test_other_mla_config_through_the_generic_path_is_refused() -> None:
-    # an MLA model type (vLLM's is_deepseek_mla list) whose vLLM class is not one DeepSeek-style
-    # latent attention per layer (LongCat-Flash: two per layer): the generic path would size it
-    # as plain attention, so it refuses, naming MLA
-    config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["LongcatFlashForCausalLM"],
-                    ("model_type",), "longcat_flash")
+def test_mla_config_on_the_transformers_backend_is_refused() -> None:
+    # vLLM's Transformers backend picks its attention class at run time: kvplan refuses rather
+    # than guess, naming MLA
+    config = edited("deepseek-ai--DeepSeek-V3", ("architectures",), ["TransformersForCausalLM"],
+                    ("model_type",), "glm4_moe_lite")
     with pytest.raises(UnsupportedError, match="multi-head latent attention"):
         describe_model(config, source="edited")
 
@@ -266,13 +262,11 @@ def test_cohere2_sliding_layers_see_one_token_more() -> None:
 def test_per_layer_window_rule_comes_from_vllms_classes() -> None:
     # tools/vllm_layer_names.py builds each class with alternating layer_types and a 128-token
     # window and reads each Attention's sliding_window: granitemoe.py passes
-    # per_layer_sliding_window from granite_layer_attn_params (the static registry scan does not
-    # see it), Qwen2MoeForCausalLM ignores layer_types, Cohere2 adds one token
-    from kvplan.models.coverage import uses_per_layer_window
+    # per_layer_sliding_window from granite_layer_attn_params, Qwen2MoeForCausalLM ignores
+    # layer_types, Cohere2 adds one token
     from kvplan.models.resolution.layer_names import sliding_window_rule
 
     assert sliding_window_rule(("GraniteMoeSWAForCausalLM",)) == (True, 0)
-    assert not uses_per_layer_window("GraniteMoeSWAForCausalLM")
     assert sliding_window_rule(("Qwen2MoeForCausalLM",)) == (False, 0)
     assert sliding_window_rule(("Cohere2ForCausalLM",)) == (True, 1)
     assert sliding_window_rule(("NoSuchForCausalLM",)) == (None, 0)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kvplan.errors import UnsupportedError
-from kvplan.models import accessors as acc
 from kvplan.models import describe_model
-from kvplan.models.resolve import resolve
+from kvplan.models.resolution import accessors as acc
+from kvplan.models.resolution.resolve import resolve
 from tests.models.helpers import read_config
 
 GOLDEN = json.loads((Path(__file__).resolve().parents[1] / "data"
@@ -30,14 +30,14 @@ def test_golden_is_vllm_0_34_0() -> None:
 # (its numbers are checked against vLLM's planner in tests/config/test_frontier_golden.py)
 GENERIC_DIFFERS = {
     "deepseek-ai--DeepSeek-V4-Flash": "DeepSeek-V4's compress-ratio MLA (head_dim, no "
-                                      "kv_lora_rank): kvplan.models.deepseek_v4",
-    "deepseek-ai--DeepSeek-V4-Pro": "DeepSeek-V4's compress-ratio MLA: kvplan.models.deepseek_v4",
+                                      "kv_lora_rank): kvplan.models.families.deepseek_v4",
+    "deepseek-ai--DeepSeek-V4-Pro": "DeepSeek-V4's compress-ratio MLA: kvplan.models.families.deepseek_v4",
     "moonshotai--Kimi-Linear-48B-A3B-Instruct": "vLLM reads it with its own KimiLinearConfig "
-        "(no layer_types); transformers' class derives them: kvplan.models.kimi",
+        "(no layer_types); transformers' class derives them: kvplan.models.families.kimi",
     "handmade--Inkling": "vLLM reads it with its own InklingMMConfig (per-layer SWA heads the "
-                         "generic accessors do not give): kvplan.models.inkling",
+                         "generic accessors do not give): kvplan.models.families.inkling",
     "handmade--flint-defaults": "vLLM reads it with its own FlintConfig (absent layer_types: all "
-        "full); transformers 5.24's class derives a sliding pattern: kvplan.models.flint",
+        "full); transformers 5.24's class derives a sliding pattern: kvplan.models.families.flint",
 }
 
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engine.specs import FullAttentionSpec, MambaSpec, MambaType
-from kvplan.errors import UnsupportedError
+from kvplan.engines.vllm.build import build
+from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, MambaType
+from kvplan.errors import StartupError, UnsupportedError
 from kvplan.models import describe_model
-from kvplan.models.build import build
 from kvplan.models.description import CcaDims, LayerKind, Mamba2Dims
 from tests.models.helpers import (
     HF_CONFIGS,
@@ -147,3 +147,39 @@ def test_zaya_plan_equals_vllm_planner_on_its_specs() -> None:
                      "--max-model-len", "32768", "--kv-cache-memory", "40GiB",
                      "--max-num-batched-tokens", "8192")
     assert_plan_equals_oracle(out, "a06_zaya1_cca_replicated_tp8")
+
+
+@pytest.mark.parametrize("name", [ZAMBA2, ZAYA])
+def test_pipeline_parallel_refused_as_vllm_does(name: str) -> None:
+    # vLLM 0.34: Zamba2ForCausalLM / ZayaForCausalLM do not implement SupportsPP, so
+    # ModelConfig.verify_with_parallel_config raises NotImplementedError for PP > 1
+    m = real(name)
+    assert not m.supports_pipeline_parallel
+    with pytest.raises(StartupError, match="SupportsPP"):
+        build(m, h100_tp8(max_model_len=4096, tensor_parallel_size=4, pipeline_parallel_size=2))
+    build(m, h100_tp8(max_model_len=4096, tensor_parallel_size=4))  # PP 1 still plans
+
+
+def test_pipeline_parallel_refusal_exit_code() -> None:
+    from typer.testing import CliRunner
+
+    from kvplan.cli import app
+
+    res = CliRunner().invoke(app, ["check", str(HF_CONFIGS / ZAMBA2), "--gpu", "H100",
+                                   "--pipeline-parallel-size", "2", "--max-model-len", "4096",
+                                   "--json"])
+    assert res.exit_code == 1, res.output  # vLLM refuses at start-up, like other StartupErrors
+    assert "Pipeline parallelism is not supported for this model" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_zaya_family_rules_as_data() -> None:
+    m = real(ZAYA)
+    assert not m.supports_speculative_decoding
+    assert m.speculative_decoding_refusal is not None and "ZAYA1" in m.speculative_decoding_refusal
+    # an edited copy that drops the rule plans speculative decoding: the build reads the field,
+    # not the family name
+    allowed = m.model_copy(update={"speculative_decoding_refusal": None})
+    res = build(allowed, h100_tp8(max_model_len=32768, speculative_method="ngram",
+                                  num_speculative_tokens=2))
+    assert res.layers

@@ -11,10 +11,11 @@ import pytest
 from rich.console import Console
 
 from kvplan.budget import hardware
+from kvplan.budget.kv_dtype_support import check_kv_dtype_supported
 from kvplan.budget.kv_memory import default_batch_limits
+from kvplan.engines.vllm.build import Deployment
 from kvplan.errors import InputError
-from kvplan.models.build import Deployment
-from kvplan.output.report import DelayedProgress
+from kvplan.output.progress import DelayedProgress
 from kvplan.pipeline.deploy import Request, evaluate, resolve
 from kvplan.pipeline.fit import parse_price, parse_prices_file, search
 
@@ -33,7 +34,7 @@ def _brute_force(model: str, gpus: list[str], dtypes: list[str], max_gpus: int, 
     for name in gpus:
         g = hardware.lookup_gpu(name)
         for dt in dtypes:
-            if hardware.check_kv_dtype_supported(g, dt, native_only=True):
+            if check_kv_dtype_supported(g, dt, native_only=True):
                 continue
             for tp in (1, 2, 4, 8):
                 for pp in (1, 2, 4, 8):

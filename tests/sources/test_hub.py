@@ -23,7 +23,7 @@ from huggingface_hub import constants as hf_constants
 from huggingface_hub import errors as hf_errors
 
 from kvplan.errors import EXIT_BAD_INPUT, ConfigError, HubError, InputError, KvplanError
-from kvplan.sources import hub
+from kvplan.sources import hub, json_files
 from kvplan.sources.hub import ModelFiles, load_model_files, read_safetensors_header, safetensors_headers
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
@@ -388,7 +388,7 @@ def test_oversize_config_is_refused_before_parsing(tmp_path, monkeypatch):
     def no_parse(*args, **kwargs):
         raise AssertionError("an oversize file must not be parsed")
 
-    monkeypatch.setattr(hub.json, "loads", no_parse)
+    monkeypatch.setattr(json_files.json, "loads", no_parse)
     with pytest.raises(ConfigError) as info:
         load_model_files(str(path))
     assert str(path) in info.value.message and "16 MiB" in info.value.message

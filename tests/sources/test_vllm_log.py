@@ -244,8 +244,8 @@ def test_real_older_models_s_wording() -> None:
 
 
 def test_real_no_memory_error_is_kvplans_text_for_031() -> None:
-    from kvplan.engine.planner import PlannerInput, no_memory_error_text
-    from kvplan.engine.profiles import get_profile
+    from kvplan.engines.vllm.planner import PlannerInput, no_memory_error_text
+    from kvplan.engines.vllm.profiles import get_profile
 
     err = _load("issue-vllm-backport-15-no-memory.log").capacity_error
     assert err is not None and err.kind == "no_memory"

@@ -25,13 +25,8 @@ from kvplan.budget.weights.core import (
     classify_tensor,
     weight_bytes_from_safetensors,
 )
-from kvplan.budget.weights.estimate import (
-    ParamCounts,
-    VirtualTensor,
-    config_virtual_tensors,
-    count_parameters,
-    weight_bytes_from_config,
-)
+from kvplan.budget.weights.estimate import ParamCounts, count_parameters, weight_bytes_from_config
+from kvplan.budget.weights.inventories import VirtualTensor, config_virtual_tensors
 
 __all__ = ["SAFETENSORS_DTYPE_BITS", "VOCAB_PADDING", "ParamCounts", "Placement", "ShardKind",
            "VirtualTensor", "WeightBytes", "WeightGroup", "classify_tensor", "config_virtual_tensors",

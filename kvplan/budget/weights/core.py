@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kvplan.engines.vllm.parallel import pp_partitions
 from kvplan.errors import ConfigError
-from kvplan.models.parallel import pp_partitions
 from kvplan.units import cdiv, round_up
 
 # vLLM: model_executor/layers/vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE

@@ -1,0 +1,32 @@
+"""An SGLang start-up log's numbers beside kvplan's (`kvplan check --engine sglang --from-log`):
+the models a plan carries in `plan.sglang_log`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SglangLogRow(BaseModel):
+    """One number an SGLang start-up log states, beside kvplan's."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    name: str  # SGLang's name (max_total_num_tokens, mem_fraction_static, …)
+    logged: float | None
+    kvplan: float | None
+    agrees: bool | None = Field(
+        default=None, description="within the log's print precision (None: nothing to compare)")
+    note: str = ""
+
+
+class SglangLogCheck(BaseModel):
+    """An SGLang log's numbers beside kvplan's, planned from the memory the log states."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    rows: list[SglangLogRow]
+    # kvplan's max_total_num_tokens over the rounding of the logged memory (±0.005 GB each),
+    # widened by one page: the log's #tokens must fall inside
+    tokens_low: int | None = None
+    tokens_high: int | None = None
+    disagreements: list[str] = Field(default_factory=list)

@@ -1,0 +1,51 @@
+"""vLLM's scheduler batch limits at start-up (max_num_batched_tokens, max_num_seqs)."""
+
+from __future__ import annotations
+
+from kvplan.engines.vllm.build.deployment import Deployment
+from kvplan.errors import StartupError
+from kvplan.units import GiB
+
+GB10_SM = 121  # DGX Spark's GB10: compute capability 12.1
+_LLM_CLASS = ("llm", "llm_class", "offline")  # UsageContext.LLM_CLASS; anything else: `vllm serve`
+
+
+def get_batch_defaults(total_memory_bytes: int | None, gpu_name: str | None = None, *,
+                       sm: int | None = None, usage: str = "serve") -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given, on a CUDA/ROCm
+    GPU of `total_memory_bytes` (0 / None: unknown device, the small tier).
+
+    vLLM: engine/arg_utils.py EngineArgs.get_batch_defaults (0.33–0.34): ≥ 160 GiB → 16384 / 1024;
+    ≥ 70 GiB and not an A100 (by device name) nor a GB10 (is_device_capability((12, 1))) →
+    `vllm serve` 8192 (LLM class 16384) / 1024; else `vllm serve` 2048 (LLM class 8192) / 256.
+    """
+    llm = usage.lower() in _LLM_CLASS
+    total = total_memory_bytes or 0
+    if total >= 160 * GiB:
+        return 16384, 1024
+    if total >= 70 * GiB and "a100" not in (gpu_name or "").lower() and sm != GB10_SM:
+        return (16384 if llm else 8192), 1024
+    return (8192 if llm else 2048), 256
+
+
+def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: int) -> int:
+    """Encoder-decoder models run without chunked prefill (ModelConfig.
+    is_chunked_prefill_supported), which changes max_num_batched_tokens and with it the
+    cross-attention demand (SchedulerConfig: max_num_encoder_input_tokens = it).
+
+    vLLM: EngineArgs._set_default_max_num_seqs_and_batched_tokens_args — a default is raised to
+    max_model_len, then capped at max_num_seqs × max_model_len; SchedulerConfig.
+    verify_max_model_len refuses a given value below max_model_len. (Such a model is not SupportsPP:
+    `ModelDescription.supports_pipeline_parallel` is False, checked by the build.)"""
+    if dep.max_num_batched_tokens is not None:
+        if mnbt < max_model_len:
+            raise StartupError(
+                f"vLLM would raise ValueError: max_num_batched_tokens ({mnbt}) is smaller than "
+                f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
+                "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+                "increase max_num_batched_tokens or decrease max_model_len.",
+                hint=f"use --max-num-batched-tokens {max_model_len} or more")
+        return mnbt
+    seqs = dep.max_num_seqs or get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name,
+                                                  sm=dep.sm)[1]
+    return min(seqs * max_model_len, max(max_model_len, mnbt))
