@@ -52,7 +52,7 @@ def test_check_estimated_budget_equals_the_cli_json() -> None:
     cli = cli_json(["check", QWEN, "--gpu", "H100", "--max-model-len", "32k",
                     "--kv-cache-dtype", "fp8"])
     assert plan.model_dump(mode="json") == cli
-    assert plan.budget_mode == "estimated" and plan.max_model_len == 32 * 1024
+    assert plan.budget_mode == "estimated" and plan.max_model_len == 32_000  # vLLM: k = 10^3
 
 
 def test_check_explain_tp_and_speculative_config_equal_the_cli_json() -> None:
@@ -82,9 +82,9 @@ def test_check_specs_path_and_dict_equal_the_cli_json() -> None:
 
 def test_sweep_equals_the_cli_json() -> None:
     cli = cli_json(["sweep", LLAMA, "--gpu", "H100,B200", "--kv-cache-dtype", "auto,fp8",
-                    "--max-model-len", "8k..128k"])
+                    "--max-model-len", "8K..128K"])
     sw = kvplan.sweep(LLAMA, gpu=["H100", "B200"], kv_cache_dtype="auto,fp8",
-                      max_model_len="8k..128k")
+                      max_model_len="8K..128K")
     assert sw.model_dump(mode="json") == cli
     assert sw.lengths == [8192, 16384, 32768, 65536, 131072] and len(sw.rows) == 4
     assert kvplan.sweep(LLAMA, gpu="H100,B200", kv_cache_dtype=["auto", "fp8"],
@@ -210,7 +210,8 @@ def test_a_bad_max_model_len_names_the_forms_it_takes() -> None:
     with pytest.raises(kvplan.InputError) as err:
         kvplan.check(LLAMA, max_model_len="lots")
     assert "128k" in (err.value.hint or "")
-    assert kvplan.api.parse_max_model_len("32k") == (32768, False)
+    assert kvplan.api.parse_max_model_len("32k") == (32000, False)  # as vLLM reads it
+    assert kvplan.api.parse_max_model_len("32K") == (32768, False)
 
 
 # ---- engine="sglang" ------------------------------------------------------------------------------

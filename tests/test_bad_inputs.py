@@ -89,7 +89,7 @@ CASES = [
     ("max-model-len-1e12", {}, ["check", str(LLAMA), "--max-model-len", "1000000000000", *BUDGET],
      "out of range"),
     ("max-model-len-text", {}, ["check", str(LLAMA), "--max-model-len", "long", *BUDGET],
-     "must be a number"),
+     "argument --max-model-len: invalid human_readable_int_or_auto value: 'long'"),
     ("block-size-no-backend-takes", {}, ["check", str(LLAMA), "--block-size", "7", *BUDGET],
      "--block-size 7"),
     ("tp-zero", {}, ["check", str(LLAMA), "-tp", "0", *BUDGET], "tensor-parallel-size"),

@@ -37,8 +37,11 @@ def check(
         "--draft-kv-cache-dtype", help="default: inherit --kv-cache-dtype, as vLLM does")] = None,
     dtype: Annotated[str, Opt("--dtype", help="model dtype (auto, bfloat16, float16)")] = "auto",
     max_model_len: Annotated[str | None, Opt(
-        "--max-model-len", help="context length, 128k style, or auto / -1")] = None,
-    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+        "--max-model-len", help="context length as vLLM reads it (128k = 128,000, 128K = 131,072), "
+        "or auto / -1")] = None,
+    max_num_batched_tokens: Annotated[str | None, Opt(
+        "--max-num-batched-tokens", help="tokens per step, as vLLM reads it: 16k = 16,000, "
+        "16K = 16,384")] = None,
     max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
     block_size: Annotated[int | None, Opt("--block-size")] = None,
     draft_block_size: Annotated[int | None, Opt(

@@ -12,7 +12,7 @@ from kvplan.analysis.plan import Plan
 from kvplan.engines.vllm.build import Deployment
 from kvplan.errors import InputError, KvplanError
 from kvplan.pipeline.deploy import Request, evaluate
-from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
+from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, read_tokens
 
 # deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
@@ -163,18 +163,16 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
             dep_kw.setdefault("draft_kv_cache_dtype", spec_cfg["kv_cache_dtype"])
         if spec_cfg.get("model"):
             merged.setdefault("draft", spec_cfg["model"])
-    if isinstance(dep_kw.get("max_model_len"), str):
-        v = dep_kw["max_model_len"].strip().lower()
-        if v in ("auto", "-1"):
-            dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
-        else:
-            try:
-                dep_kw["max_model_len"] = parse_token_count(v)
-            except ValueError:
-                raise InputError(f"{where}: max-model-len {v!r} is not a number, 'auto' or -1"
-                                 ) from None
-    elif dep_kw.get("max_model_len") == -1:
-        dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+    # lengths as vLLM reads them (human_readable_int[_or_auto]: 128k = 128,000, 128K = 131,072)
+    if dep_kw.get("max_model_len") is not None:
+        n = _entry_value(where, read_tokens, dep_kw["max_model_len"], "--max-model-len",
+                         auto=True)
+        dep_kw["max_model_len"] = None if n == -1 else n
+        if n == -1:
+            dep_kw["auto_fit_max_model_len"] = True
+    if dep_kw.get("max_num_batched_tokens") is not None:
+        dep_kw["max_num_batched_tokens"] = _entry_value(
+            where, read_tokens, dep_kw["max_num_batched_tokens"], "--max-num-batched-tokens")
     try:
         dep = Deployment(**dep_kw)
     except TypeError as exc:
@@ -188,10 +186,20 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
         merged["hf_overrides"] = hf_overrides_json(merged["hf_overrides"])
     name = str(merged.pop("name", merged["model"]))
     return Request(model=str(merged.pop("model")), deployment=dep, label=name,
-                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
+                   kv_cache_memory_bytes=(_entry_value(where, parse_kv_cache_memory_bytes, kv_mem,
+                                                       "kv-cache-memory")
                                           if kv_mem is not None else None),
-                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem is not None else None,
+                   gpu_memory_bytes=(_entry_value(where, parse_size_bytes, gpu_mem, "gpu-memory")
+                                     if gpu_mem is not None else None),
                    **{k: v for k, v in merged.items() if k in REQUEST_KEYS})
+
+
+def _entry_value(where: str, read: Any, value: Any, key: str, **kw: Any) -> Any:
+    """`read(value, key)`, its error prefixed with the entry it comes from."""
+    try:
+        return read(value, key, **kw)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
 
 
 def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
