@@ -186,7 +186,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
     Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
-    input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    input; a deployment that does not fit is a plan with `fits=False`, not an exception — also
+    one vLLM refuses before it sizes the KV cache (`refused_at_startup`, `failure_cause`).
     `engine="sglang"` plans SGLang's KV pool sizing instead of vLLM's (`plan.sglang`), with
     SGLang's own flags (`mem_fraction_static`, `max_total_tokens`, `context_length`, ...).
     """
@@ -202,7 +203,7 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     if given:
         raise OptionError(f"check() option {given[0]} is an SGLang flag",
                           hint="pass engine='sglang', or use the vLLM option")
-    from kvplan.pipeline.deploy import Request, evaluate
+    from kvplan.pipeline.deploy import Request, evaluate_plan
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
@@ -224,7 +225,7 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o))
-    return evaluate(req).plan
+    return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
 
 
 def _check_sglang(model: str, draft: str | None, o: Mapping[str, Any]) -> Plan:

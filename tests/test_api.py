@@ -189,10 +189,11 @@ def test_fit_rejects_what_the_cli_rejects() -> None:
 
 def test_the_long_max_model_len_rule_and_negative_memory_through_the_api() -> None:
     qwen3_8b = str(CONFIGS / "Qwen--Qwen3-8B")  # max_position_embeddings 40960
-    with pytest.raises(kvplan.KvplanError, match=r"derived max_model_len \(max_position_embeddings"
-                       r"=40960\.0") as err:
-        kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB")
-    assert err.value.exit_code == 1  # vLLM refuses at start-up: a verdict, not bad input
+    refused = kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB")
+    # vLLM refuses at start-up: a plan that does not fit (a verdict, not bad input)
+    assert not refused.fits and refused.refused_at_startup
+    assert refused.failure_cause == "max_model_len" and refused.error_type == "ValueError"
+    assert "derived max_model_len (max_position_embeddings=40960.0" in (refused.error_message or "")
     plan = kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB",
                         allow_long_max_model_len=True)
     assert plan.max_model_len == 131072

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Opt, command, emit, handles_errors
-from kvplan.errors import ConfigError, HubError, InputError
+from kvplan.cli.common import Opt, command, emit, handles_errors, output_format
+from kvplan.errors import ConfigError, HubError, InputError, StartupError
 
 
 @command()
@@ -92,8 +92,8 @@ def check(
     from kvplan import api
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
 
-    if fmt not in ("table", "json", "markdown"):
-        raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    fmt = output_format(fmt, as_json)
+    as_json = fmt == "json"
     allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     if specs is not None:
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
@@ -162,7 +162,7 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
 
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.pipeline.batch import layer_entries, log_entry, request_from_entry, serve_options
-    from kvplan.pipeline.deploy import evaluate, log_notes
+    from kvplan.pipeline.deploy import evaluate, log_notes, refusal, resolve
 
     notes: list[str] = []
     layers: list[tuple[str, dict[str, Any]]] = []
@@ -211,16 +211,21 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
                      f"{given['gpu_memory_utilization']}")
     req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
     req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
+    res = None
     try:
-        ev = evaluate(req)
+        res = resolve(req)
+        ev = evaluate(req, res)
     except (ConfigError, HubError) as exc:
         if source.get("model") != "log":
             raise
         raise type(exc)(f"the model the log names, {req.model!r}, cannot be read here: "
                         f"{exc.message}", hint="give the model next to the log: kvplan check "
                         "MODEL --from-log LOG (a hub id, a folder or a config.json)") from None
-    plan = ev.plan
-    extra = notes + (log_notes(log, ev) if log is not None else [])
+    except StartupError as exc:  # vLLM refuses it before sizing the KV cache: a plan too
+        plan, extra = refusal(req, exc, res), notes
+    else:
+        plan = ev.plan
+        extra = notes + (log_notes(log, ev) if log is not None else [])
     plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
                                    "provenance": {k: source[k] for k in sorted(source)}})
     raise typer.Exit(emit(plan, fmt, as_json))

@@ -56,6 +56,30 @@ def render_table(plan: Plan, console: Console) -> None:
     render_explanation(plan, console)
 
 
+def refusal_line(plan: Plan) -> str:
+    """One line for a deployment vLLM refuses at start-up: why, and vLLM's error."""
+    return (f"vLLM {plan.vllm_version} refuses it at start-up ({plan.failure_cause}), before it "
+            f"sizes the KV cache: {plan.error_type}: {plan.error_message}")
+
+
+def _render_refusal(plan: Plan, console: Console) -> None:
+    """A deployment vLLM refuses before it sizes the KV cache: what was asked, vLLM's error."""
+    console.print(f"budget ({escape(plan.budget_mode)})  ·  max_model_len "
+                  f"{plan.max_model_len:,}" if plan.max_model_len else
+                  f"budget ({escape(plan.budget_mode)})")
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    for n in plan.notes:
+        console.print(f"[cyan]note:[/] {escape(n)}")
+    console.print(Text("DOES NOT FIT", style="bold red"),
+                  f"vLLM refuses it at start-up ({plan.failure_cause}), before it sizes the KV "
+                  "cache")
+    console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
+                  f"{escape(plan.error_message or '')}", soft_wrap=True)
+    if plan.failure_hint:
+        console.print(f"what helps: {escape(plan.failure_hint)}", soft_wrap=True)
+
+
 def _render_main(plan: Plan, console: Console) -> None:
     head = Text()
     head.append("kvplan", style="bold")
@@ -66,6 +90,9 @@ def _render_main(plan: Plan, console: Console) -> None:
     if plan.gpu:
         head.append(f"  GPU {plan.gpu}")
     console.print(head)
+    if plan.refused_at_startup:
+        _render_refusal(plan, console)
+        return
     console.print(f"budget ({escape(plan.budget_mode)}): "
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
@@ -242,6 +269,12 @@ def render_markdown(plan: Plan) -> str:
     if plan.verdict is Verdict.CANNOT_GROUP:
         lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
         return "\n".join(lines) + "\n"
+    if plan.refused_at_startup:
+        lines += [f"**DOES NOT FIT** — vLLM refuses it at start-up ({plan.failure_cause}), "
+                  "before it sizes the KV cache.", "", f"> {plan.error_type}: {plan.error_message}"]
+        if plan.failure_hint:
+            lines += ["", f"What helps: {plan.failure_hint}"]
+        return "\n".join(lines) + "\n"
     lines += ["| grp | kind | layers | block | page B | pad % | blocks/req | share |",
               "|---:|---|---|---:|---:|---:|---:|---:|"]
     for g in plan.groups:
@@ -285,8 +318,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
                       ("avail GiB", "right"), ("largest fit", "right"), ("concurrency", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for e in batch.entries:
-        if e.plan is None:
-            table.add_row(escape(e.name), Text("INVALID", style="yellow"), "-", "-", "-", "-")
+        if e.plan is None:  # could not be planned (its error below)
+            table.add_row(escape(e.name), Text("ERROR", style="yellow"), "-", "-", "-", "-")
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
@@ -300,6 +333,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""))
+        elif e.plan is not None and e.plan.refused_at_startup:
+            console.print(f"[red]{escape(e.name)}:[/] {escape(refusal_line(e.plan))}")
         elif e.plan is not None and e.plan.weights_limit is not None:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}")
         elif e.plan is not None and not e.plan.fits and e.plan.error_message:

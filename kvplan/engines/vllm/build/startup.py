@@ -119,8 +119,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
     if pp > 1 and not target.supports_pipeline_parallel:
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
-        raise StartupError(f"vLLM would raise NotImplementedError: {NO_PIPELINE_PARALLEL}",
-                           hint="drop --pipeline-parallel-size")
+        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
+                                hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder:
