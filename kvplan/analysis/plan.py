@@ -121,9 +121,15 @@ class Plan(FrozenModel):
     total_blocks_per_request: int
     total_bytes_needed: list[int]
     total_gib_needed: list[str]
+    total_bytes_needed_after_planning: list[int] = Field(
+        default_factory=list, description="KV bytes one request needs per worker at "
+        "max_model_len_after_planning: with --max-model-len auto, at the length vLLM fitted "
+        "(what its capacity check then compares); else equal to total_bytes_needed")
     check_memory_bytes: list[int]
     check_gib: list[str]
-    margin_bytes: int | None = Field(description="available − needed on the tightest worker")
+    margin_bytes: int | None = Field(
+        description="available after the null block − needed, on the tightest worker, at "
+        "max_model_len_after_planning (the length vLLM runs with; auto-fit: the fitted one)")
     estimated_max_model_len: list[int]
     num_blocks: int | None
     max_concurrency: float | None
@@ -232,7 +238,9 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
             bytes_per_request=d.blocks_per_request * pool,
             share_of_total_pct=round(d.blocks_per_request / total * 100, 2)))
     check = list(result.effective_check_memory_bytes or result.check_memory_bytes)
-    margins = [c - n for c, n in zip(check, result.total_bytes_needed, strict=False)]
+    # the margin where vLLM checks: at the auto-fitted length when it reduced max_model_len
+    needed_at = list(result.bytes_needed_after_planning or result.total_bytes_needed)
+    margins = [c - n for c, n in zip(check, needed_at, strict=False)]
     if result.grouping_error is not None:
         verdict = Verdict.CANNOT_GROUP
     else:
@@ -263,7 +271,8 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         groups=rows, num_groups=len(rows), pool_bytes_per_block=list(result.pool_bytes_per_block),
         total_blocks_per_request=result.total_blocks_per_request,
         total_bytes_needed=list(result.total_bytes_needed),
-        total_gib_needed=list(result.total_gib_needed), check_memory_bytes=check,
+        total_gib_needed=list(result.total_gib_needed),
+        total_bytes_needed_after_planning=needed_at, check_memory_bytes=check,
         check_gib=[format_gib(c) for c in check],
         margin_bytes=min(margins) if margins else None,
         estimated_max_model_len=list(result.estimated_max_model_len),

@@ -160,11 +160,16 @@ def _render_main(plan: Plan, console: Console) -> None:
         f"{_workers(plan.check_memory_bytes, _b)} B ({_workers(plan.check_gib)} GiB)")
     if plan.fits:
         margin = plan.margin_bytes or 0
-        console.print(Text("FITS", style="bold green"),
-                      f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
-        if plan.max_model_len_after_planning != plan.max_model_len:
-            console.print(f"auto-fit: max_model_len reduced from {plan.max_model_len:,} to "
-                          f"{plan.max_model_len_after_planning:,}")
+        fitted = plan.max_model_len_after_planning
+        if fitted != plan.max_model_len:  # --max-model-len auto: vLLM fits the length first
+            console.print(f"auto-fit: vLLM reduces max_model_len from {plan.max_model_len:,} to "
+                          f"{fitted:,}, where one request needs "
+                          f"{_workers(plan.total_bytes_needed_after_planning, _b)} B")
+            console.print(Text("FITS", style="bold green"), f"at max_model_len {fitted:,}, margin "
+                          f"{margin:,} B ({margin / 2**30:.2f} GiB)")
+        else:
+            console.print(Text("FITS", style="bold green"),
+                          f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
         if plan.capacity_log_line:
             console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
         if plan.data_parallel_size > 1 and plan.total_max_concurrency is not None:
@@ -296,7 +301,10 @@ def render_markdown(plan: Plan) -> str:
                 lines.append(f"| {w.change} | {w.needed_gib or '-'} | {v} |")
         lines.append("")
     if plan.fits:
-        lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
+        fitted = plan.max_model_len_after_planning
+        at = (f" at the auto-fitted max_model_len {fitted:,} (from {plan.max_model_len:,})"
+              if fitted != plan.max_model_len else "")
+        lines.append(f"**FITS**{at} — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")
     elif plan.weights_limit is not None:
         lines.append(f"**DOES NOT FIT** — cause: the weights; {plan.weights_limit.summary}.")

@@ -131,3 +131,30 @@ def test_a_refusal_while_loading_the_model_slots_in(monkeypatch: pytest.MonkeyPa
         False, FailureCause.TRUST_REMOTE_CODE, True)
     assert plan.error_message == text and plan.failure_hint == "add --trust-remote-code"
     assert plan.max_model_len == 4096 and plan.gpu == "NVIDIA H100 SXM 80GB"
+
+
+# ---- --max-model-len auto fits by construction: the fitted length and its margin -----------------
+
+PR_ARGS = ["check", str(Path(__file__).resolve().parents[2] / "examples/configs/Qwen--Qwen3.5-27B"),
+           "--draft", str(Path(__file__).resolve().parents[2] / "examples/configs/z-lab--Qwen3.8-27B-DFlash2"),
+           "--kv-cache-dtype", "nvfp4", "--draft-kv-cache-dtype", "bfloat16",
+           "--num-speculative-tokens", "7", "--max-num-batched-tokens", "16384",
+           "--kv-cache-memory", "32GiB", "--gpu", "A100-80GB", "--vllm", "0.33.0",
+           "--draft-block-size", "16"]
+
+
+def test_auto_shows_the_fitted_length_and_its_margin() -> None:
+    code, plan, _ = _run([*PR_ARGS, "--max-model-len", "auto"])
+    assert code == 0 and plan["fits"]
+    assert plan["max_model_len"] == 262_144 and plan["max_model_len_after_planning"] == 30_592
+    # vLLM's capacity check runs at the fitted length: what it needs there fits
+    (needed,), (check,) = plan["total_bytes_needed_after_planning"], plan["check_memory_bytes"]
+    assert needed <= check and plan["margin_bytes"] == check - needed >= 0
+    assert plan["total_bytes_needed"] == [44_130_078_720]  # the contract: at the requested length
+    # at the fitted length the plan is the one of --max-model-len 30592, needs and margin alike
+    _, fixed, _ = _run([*PR_ARGS, "--max-model-len", "30592"])
+    assert fixed["total_bytes_needed"] == [needed] and fixed["margin_bytes"] == plan["margin_bytes"]
+    table = runner.invoke(app, [*PR_ARGS, "--max-model-len", "auto"], env={"COLUMNS": "200"})
+    assert "FITS at max_model_len 30,592, margin 8,388,608 B (0.01 GiB)" in table.stdout
+    assert "margin -" not in table.stdout and "-9.11 GiB" not in table.stdout
+    assert "auto-fit: vLLM reduces max_model_len from 262,144 to 30,592" in table.stdout
