@@ -218,7 +218,7 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     req = Request(model=model, deployment=dep, revision=o.get("revision"),
                   draft=draft or spec.get("model"), gpu=o.get("gpu"),
                   draft_hf_config=(spec.get("draft_model_config") or {}).get("hf_config"),
-                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
+                  gpu_memory_bytes=parse_size_bytes(gpu_mem, "--gpu-memory") if gpu_mem else None,
                   gpu_memory_utilization=util,
                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
                                          if kv_mem is not None else None),
@@ -447,12 +447,23 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
                   progress=progress)
 
 def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
-    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error."""
+    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error;
+    at most 16 TiB either way (units.MAX_MEMORY_BYTES). Refused beside kv_cache_memory."""
     import math
 
+    from kvplan.units import MAX_MEMORY_BYTES
+
     gib = o.get("available_kv_gib")
+    if gib is not None and o.get("kv_cache_memory") is not None:
+        raise InputError("--kv-cache-memory and --available-kv-gib both set the KV cache budget",
+                         hint="give one: --kv-cache-memory (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib (copied from a vLLM log)")
     if gib is not None and not math.isfinite(gib):
         raise InputError(f"--available-kv-gib must be a number, got {gib}")
+    if gib is not None and abs(gib) > MAX_MEMORY_BYTES / 2**30:
+        raise InputError(f"--available-kv-gib {gib} is out of range: at most "
+                         f"{MAX_MEMORY_BYTES // 2**30:,} GiB (16 TiB) per GPU",
+                         hint="copy the figure of vLLM's 'Available KV cache memory: X GiB' line")
     return gib  # type: ignore[no-any-return]
 
 def _names(value: str | list[str]) -> list[str]:

@@ -76,8 +76,11 @@ def test_check_specs_path_and_dict_equal_the_cli_json() -> None:
     assert by_path.total_gib_needed == ["7.78"]  # vLLM 0.34.0 with PR #53499 (golden)
     relabelled = kvplan.check_specs(str(SEED), model="mine", kv_cache_memory="48GiB")
     assert relabelled.model == "mine" and relabelled.budget_mode == "explicit"
-    assert relabelled.model_dump(mode="json") == cli_json(
-        ["check", "mine", "--specs", str(SEED), "--kv-cache-memory", "48GiB"])
+    # the CLI refuses MODEL beside --specs (two answers to "what to plan"); the API's model= labels
+    cli_budget = cli_json(["check", "--specs", str(SEED), "--kv-cache-memory", "48GiB"])
+    assert relabelled.model_dump(mode="json") == {**cli_budget, "model": "mine"}
+    refused = CliRunner().invoke(app, ["check", "mine", "--specs", str(SEED)])
+    assert refused.exit_code == 2 and "both say what to plan" in refused.stderr
 
 
 def test_sweep_equals_the_cli_json() -> None:

@@ -94,6 +94,8 @@ def check(
 
     fmt = output_format(fmt, as_json)
     as_json = fmt == "json"
+    _refuse_conflicts(model=model, specs=specs, serve=serve, from_log=from_log,
+                      kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib)
     allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     if specs is not None:
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
@@ -141,6 +143,24 @@ def explain_command(*args: Any, **kwargs: Any) -> None:
     """Same as `kvplan check --explain`: why it does not fit, and engine-computed what-ifs."""
     kwargs["explain"] = True
     check(*args, **kwargs)
+
+
+def _refuse_conflicts(*, model: str | None, specs: Path | None, serve: str | None,
+                      from_log: Path | None, kv_cache_memory: str | None,
+                      available_kv_gib: float | None) -> None:
+    """Flags that ask for two different things fail (exit 2) instead of one winning silently."""
+    if specs is not None and model is not None:
+        raise InputError(f"MODEL ({model}) and --specs both say what to plan",
+                         hint="give one: a layer-spec file plans the layers it lists (its `name` "
+                              "labels the plan)")
+    if specs is not None and (serve is not None or from_log is not None):
+        raise InputError("--specs with " + ("--serve" if serve is not None else "--from-log")
+                         + ": a layer-spec file cannot take a serve line's or a log's model",
+                         hint="plan one of them at a time")
+    if kv_cache_memory is not None and available_kv_gib is not None:
+        raise InputError("--kv-cache-memory and --available-kv-gib both set the KV cache budget",
+                         hint="give one: --kv-cache-memory (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib (copied from a vLLM log)")
 
 
 # check's options that describe the deployment (the others pick what to plan and how to show it)

@@ -160,8 +160,19 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
                        base_dir: Path | None = None) -> Request:
     """One `[[deployment]]` table (over `[defaults]`) → Request. `base_dir`: the deployments
     file's folder, which relative model and draft paths are read from."""
-    merged = {_norm(k): v for k, v in defaults.items()}
-    merged.update({_norm(k): v for k, v in entry.items()})
+    own = {_norm(k): v for k, v in entry.items()}
+    budget = ("kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib")
+    for table, what in ((own, "the entry"), ({_norm(k): v for k, v in defaults.items()},
+                                             "[defaults]")):
+        if sum(1 for k in budget if table.get(k) is not None) > 1:
+            raise InputError(f"{where}: {what} sets the KV cache budget twice ("
+                             + ", ".join(k.replace("_", "-") for k in budget
+                                         if table.get(k) is not None) + ")",
+                             hint="give one: kv-cache-memory or available-kv-gib")
+    # an entry's budget replaces the one of [defaults]
+    merged = {_norm(k): v for k, v in defaults.items()
+              if not (_norm(k) in budget and any(own.get(b) is not None for b in budget))}
+    merged.update(own)
     unknown = sorted(set(merged) - REQUEST_KEYS - DEPLOYMENT_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key(s) {unknown}",
