@@ -39,9 +39,9 @@ class CheckOptions(TypedDict, total=False):
     kv_cache_dtype: str
     draft_kv_cache_dtype: str | None
     dtype: str
-    max_model_len: int | str | None  # 131072, "128k", "auto" or -1
+    max_model_len: int | str | None  # 131072, "128K" (131,072), "128k" (128,000), "auto" or -1
     allow_long_max_model_len: bool  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the CLI reads the variable)
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None  # 16384, "16K" or "16k" (16,000)
     max_num_seqs: int | None
     block_size: int | None
     draft_block_size: int | None
@@ -136,14 +136,14 @@ class SpecsOptions(TypedDict, total=False):
     kv_cache_memory: int | str | None
     available_kv_gib: float | None
     max_model_len: int | str | None
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     explain: bool
 
 
 class SweepOptions(TypedDict, total=False):
     """`kvplan.pipeline.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
 
-    max_model_len: str | int | list[int]  # "8k..1M", "8k,32k,128k", 131072 or [8192, 32768]
+    max_model_len: str | int | list[int]  # "8K..1M", "8k,32k,128k", 131072 or [8192, 32768]
     allow_long_max_model_len: bool
     gpu: str | list[str]
     kv_cache_dtype: str | list[str]
@@ -151,7 +151,7 @@ class SweepOptions(TypedDict, total=False):
     num_speculative_tokens: int
     draft_kv_cache_dtype: str | None
     tensor_parallel_size: int
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     gpu_memory_utilization: float | None
     kv_cache_memory: int | str | None
     vllm: str | None
@@ -203,7 +203,7 @@ class FitOptions(TypedDict, total=False):
     draft_tensor_parallel_size: int | None
     draft_block_size: int | None
     dtype: str
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     max_num_seqs: int | None
     block_size: int | None
     decode_context_parallel_size: int
@@ -257,7 +257,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
     Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
-    input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    input; a deployment that does not fit is a plan with `fits=False`, not an exception — also
+    one vLLM refuses before it sizes the KV cache (`refused_at_startup`, `failure_cause`).
     `engine="sglang"` plans SGLang's KV pool sizing instead of vLLM's (`plan.sglang`), with
     SGLang's own flags (`mem_fraction_static`, `max_total_tokens`, `context_length`, ...).
     """
@@ -273,7 +274,7 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     if given:
         raise OptionError(f"check() option {given[0]} is an SGLang flag",
                           hint="pass engine='sglang', or use the vLLM option")
-    from kvplan.pipeline.deploy import Request, evaluate
+    from kvplan.pipeline.deploy import Request, evaluate_plan
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
@@ -288,14 +289,14 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     req = Request(model=model, deployment=dep, revision=o.get("revision"),
                   draft=draft or spec.get("model"), gpu=o.get("gpu"),
                   draft_hf_config=(spec.get("draft_model_config") or {}).get("hf_config"),
-                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
+                  gpu_memory_bytes=parse_size_bytes(gpu_mem, "--gpu-memory") if gpu_mem else None,
                   gpu_memory_utilization=util,
                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
                                          if kv_mem is not None else None),
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o))
-    return evaluate(req).plan
+    return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
 
 
 def sglang_deployment(o: Mapping[str, Any]) -> Any:
@@ -444,7 +445,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         kv_cache_dtype=o.get("kv_cache_dtype", "auto"), dtype=o.get("dtype", "auto"),
         block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
         allow_long_max_model_len=o.get("allow_long_max_model_len", False),
-        max_num_batched_tokens=o.get("max_num_batched_tokens"),
+        max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")),
         max_num_seqs=o.get("max_num_seqs"),
         tensor_parallel_size=o.get("tensor_parallel_size", 1),
         pipeline_parallel_size=o.get("pipeline_parallel_size", 1),
@@ -496,7 +497,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     mml, auto = parse_max_model_len(o.get("max_model_len"))
     sf = load_spec_file(case, vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                         available_kv_bytes=avail, max_model_len=mml,
-                        max_num_batched_tokens=o.get("max_num_batched_tokens"))
+                        max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")))
     inp = replace(sf.planner_input, auto_fit_max_model_len=True) if auto else sf.planner_input
     result = run_plan(inp)
     explanation = None
@@ -567,7 +568,7 @@ def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
     from kvplan.pipeline.sweep import parse_lengths, run_sweep
     from kvplan.units import parse_size_bytes
 
-    raw_lengths = o.get("max_model_len", "8k..1M")
+    raw_lengths = o.get("max_model_len", "8K..1M")
     lengths = parse_lengths(raw_lengths if isinstance(raw_lengths, str) else str(raw_lengths)
                             if isinstance(raw_lengths, int) else ",".join(map(str, raw_lengths)))
     gpus, dtypes = _names(o.get("gpu", "H100")), _names(o.get("kv_cache_dtype", "auto"))
@@ -577,7 +578,7 @@ def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
     dep = Deployment(vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                      tensor_parallel_size=o.get("tensor_parallel_size", 1),
                      allow_long_max_model_len=o.get("allow_long_max_model_len", False),
-                     max_num_batched_tokens=o.get("max_num_batched_tokens"),
+                     max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")),
                      speculative_method=o.get("speculative_method"),
                      num_speculative_tokens=o.get("num_speculative_tokens", 0),
                      draft_kv_cache_dtype=o.get("draft_kv_cache_dtype"))
@@ -727,12 +728,23 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
                   progress=progress)
 
 def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
-    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error."""
+    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error;
+    at most 16 TiB either way (units.MAX_MEMORY_BYTES). Refused beside kv_cache_memory."""
     import math
 
+    from kvplan.units import MAX_MEMORY_BYTES
+
     gib = o.get("available_kv_gib")
+    if gib is not None and o.get("kv_cache_memory") is not None:
+        raise InputError("--kv-cache-memory and --available-kv-gib both set the KV cache budget",
+                         hint="give one: --kv-cache-memory (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib (copied from a vLLM log)")
     if gib is not None and not math.isfinite(gib):
         raise InputError(f"--available-kv-gib must be a number, got {gib}")
+    if gib is not None and abs(gib) > MAX_MEMORY_BYTES / 2**30:
+        raise InputError(f"--available-kv-gib {gib} is out of range: at most "
+                         f"{MAX_MEMORY_BYTES // 2**30:,} GiB (16 TiB) per GPU",
+                         hint="copy the figure of vLLM's 'Available KV cache memory: X GiB' line")
     return gib  # type: ignore[no-any-return]
 
 def _names(value: str | list[str]) -> list[str]:
@@ -784,26 +796,21 @@ def _is_a(value: object, t: Any) -> bool:
 
 
 def parse_max_model_len(value: int | str | None) -> tuple[int | None, bool]:
-    """--max-model-len: None (the config's), a count (131072, '128k') or auto / -1 → (len, auto)."""
-    from kvplan.units import parse_token_count
+    """--max-model-len as vLLM reads it (human_readable_int_or_auto: 128k = 128,000, 128K =
+    131,072, auto / -1) → (len, auto); None: the config's."""
+    from kvplan.units import read_tokens
 
     if value is None:
         return None, False
-    v = str(value).strip().lower()
-    if v in ("auto", "-1"):
-        return None, True
-    try:
-        n = parse_token_count(v)
-    except ValueError:
-        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}",
-                         hint="a token count such as 131072, 128k or 1M; auto (or -1) fits it "
-                              "to the memory") from None
-    if n < 1:
-        raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
-    if n > 2**31:
-        raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
-                         hint="or use --max-model-len auto")
-    return n, False
+    n = read_tokens(value, "--max-model-len", auto=True)
+    return (None, True) if n == -1 else (n, False)
+
+
+def parse_batched_tokens(value: int | str | None) -> int | None:
+    """--max-num-batched-tokens as vLLM reads it (human_readable_int: 16k = 16,000)."""
+    from kvplan.units import read_tokens
+
+    return None if value is None else read_tokens(value, "--max-num-batched-tokens")
 
 
 def speculative_config(value: Mapping[str, Any] | str | None) -> dict[str, Any]:

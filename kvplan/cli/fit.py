@@ -35,7 +35,7 @@ FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_request
 def fit(
     model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
     max_model_len: Annotated[str, Opt("--max-model-len", help="the context length to serve, "
-                                      "128k style")],
+                                      "as vLLM reads it: 128k = 128,000, 128K = 131,072")],
     concurrency: Annotated[int, Opt("--concurrency", help="concurrent requests of that length")],
     gpu: Annotated[str | None, Opt("--gpu", help="comma-separated catalogue names (default: "
                                    "every catalogue GPU with a price)")] = None,
@@ -59,7 +59,9 @@ def fit(
     draft_tensor_parallel_size: Annotated[int | None, Opt("--draft-tensor-parallel-size")] = None,
     draft_block_size: Annotated[int | None, Opt("--draft-block-size")] = None,
     dtype: Annotated[str, Opt("--dtype")] = "auto",
-    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    max_num_batched_tokens: Annotated[str | None, Opt(
+        "--max-num-batched-tokens", help="tokens per step, as vLLM reads it: 16k = 16,000, "
+        "16K = 16,384")] = None,
     max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
     block_size: Annotated[int | None, Opt("--block-size")] = None,
     decode_context_parallel_size: Annotated[int, Opt("--decode-context-parallel-size",

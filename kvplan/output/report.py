@@ -55,6 +55,30 @@ def render_table(plan: Plan, console: Console) -> None:
     render_explanation(plan, console)
 
 
+def refusal_line(plan: Plan) -> str:
+    """One line for a deployment vLLM refuses at start-up: why, and vLLM's error."""
+    return (f"vLLM {plan.vllm_version} refuses it at start-up ({plan.failure_cause}), before it "
+            f"sizes the KV cache: {plan.error_type}: {plan.error_message}")
+
+
+def _render_refusal(plan: Plan, console: Console) -> None:
+    """A deployment vLLM refuses before it sizes the KV cache: what was asked, vLLM's error."""
+    console.print(f"budget ({escape(plan.budget_mode)})  ·  max_model_len "
+                  f"{plan.max_model_len:,}" if plan.max_model_len else
+                  f"budget ({escape(plan.budget_mode)})")
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    for n in plan.notes:
+        console.print(f"[cyan]note:[/] {escape(n)}")
+    console.print(Text("DOES NOT FIT", style="bold red"),
+                  f"vLLM refuses it at start-up ({plan.failure_cause}), before it sizes the KV "
+                  "cache")
+    console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
+                  f"{escape(plan.error_message or '')}", soft_wrap=True)
+    if plan.failure_hint:
+        console.print(f"what helps: {escape(plan.failure_hint)}", soft_wrap=True)
+
+
 def _render_main(plan: Plan, console: Console) -> None:
     head = Text()
     head.append("kvplan", style="bold")
@@ -65,6 +89,9 @@ def _render_main(plan: Plan, console: Console) -> None:
     if plan.gpu:
         head.append(f"  GPU {plan.gpu}")
     console.print(head)
+    if plan.refused_at_startup:
+        _render_refusal(plan, console)
+        return
     console.print(f"budget ({escape(plan.budget_mode)}): "
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
@@ -126,11 +153,16 @@ def _render_main(plan: Plan, console: Console) -> None:
         f"{_workers(plan.check_memory_bytes, _b)} B ({_workers(plan.check_gib)} GiB)")
     if plan.fits:
         margin = plan.margin_bytes or 0
-        console.print(Text("FITS", style="bold green"),
-                      f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
-        if plan.max_model_len_after_planning != plan.max_model_len:
-            console.print(f"auto-fit: max_model_len reduced from {plan.max_model_len:,} to "
-                          f"{plan.max_model_len_after_planning:,}")
+        fitted = plan.max_model_len_after_planning
+        if fitted != plan.max_model_len:  # --max-model-len auto: vLLM fits the length first
+            console.print(f"auto-fit: vLLM reduces max_model_len from {plan.max_model_len:,} to "
+                          f"{fitted:,}, where one request needs "
+                          f"{_workers(plan.total_bytes_needed_after_planning, _b)} B")
+            console.print(Text("FITS", style="bold green"), f"at max_model_len {fitted:,}, margin "
+                          f"{margin:,} B ({margin / 2**30:.2f} GiB)")
+        else:
+            console.print(Text("FITS", style="bold green"),
+                          f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
         if plan.capacity_log_line:
             console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
         if plan.data_parallel_size > 1 and plan.total_max_concurrency is not None:
@@ -233,6 +265,12 @@ def render_markdown(plan: Plan) -> str:
     if plan.verdict is Verdict.CANNOT_GROUP:
         lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
         return "\n".join(lines) + "\n"
+    if plan.refused_at_startup:
+        lines += [f"**DOES NOT FIT** — vLLM refuses it at start-up ({plan.failure_cause}), "
+                  "before it sizes the KV cache.", "", f"> {plan.error_type}: {plan.error_message}"]
+        if plan.failure_hint:
+            lines += ["", f"What helps: {plan.failure_hint}"]
+        return "\n".join(lines) + "\n"
     lines += ["| grp | kind | layers | block | page B | pad % | blocks/req | share |",
               "|---:|---|---|---:|---:|---:|---:|---:|"]
     for g in plan.groups:
@@ -254,7 +292,10 @@ def render_markdown(plan: Plan) -> str:
                 lines.append(f"| {w.change} | {w.needed_gib or '-'} | {v} |")
         lines.append("")
     if plan.fits:
-        lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
+        fitted = plan.max_model_len_after_planning
+        at = (f" at the auto-fitted max_model_len {fitted:,} (from {plan.max_model_len:,})"
+              if fitted != plan.max_model_len else "")
+        lines.append(f"**FITS**{at} — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")
     elif plan.weights_limit is not None:
         lines.append(f"**DOES NOT FIT** — cause: the weights; {plan.weights_limit.summary}.")
@@ -275,8 +316,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
                Column("largest fit", "right", drop=1), Column("concurrency", "right", drop=3)]
     rows: list[list[str | Text]] = []
     for e in batch.entries:
-        if e.plan is None:
-            rows.append([e.name, Text("INVALID", style="yellow"), "-", "-", "-", "-"])
+        if e.plan is None:  # could not be planned (its error below)
+            rows.append([e.name, Text("ERROR", style="yellow"), "-", "-", "-", "-"])
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
@@ -290,6 +331,9 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:  # one line each, as the terminal wraps it (URLs and flags stay whole)
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""), soft_wrap=True)
+        elif e.plan is not None and e.plan.refused_at_startup:
+            console.print(f"[red]{escape(e.name)}:[/] {escape(refusal_line(e.plan))}",
+                          soft_wrap=True)
         elif e.plan is not None and e.plan.weights_limit is not None:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}",
                           soft_wrap=True)
