@@ -9,7 +9,8 @@ Usage (any python3; it re-executes itself in the release's virtualenv next to th
 CASE.json is a layer-spec case (docs/specs-format.md: the planner oracle's input schema, which
 `kvplan check --specs` reads too) with one more top-level key, ``workload``:
 
-    "workload": {"prompt": 8192, "output": 1024}
+    "workload": {"prompt": 8192, "output": 1024}      (or {"pairs": [[P, D], ...]}: request i
+                                                        takes pair i modulo their number)
 
 and optionally ``max_num_seqs`` (256), ``async_scheduling`` (true), ``enable_chunked_prefill``
 (true), ``enable_prefix_caching`` (true), ``scheduler_reserve_full_isl`` (vLLM's default, true).
@@ -275,13 +276,14 @@ def model_runner_output(req_ids: list[str], sampled: list[list[int]]):
 class Run:
     """One engine-loop run; records preemptions, peaks and the blocks held at finish."""
 
-    def __init__(self, vc, kvc, sbs, hbs, n: int, prompt: int, output: int, stop_at_first_finish: bool):
+    def __init__(self, vc, kvc, sbs, hbs, n: int, pairs: list, stop_at_first_finish: bool):
         self.sched, self.sched_cls = make_scheduler(vc, kvc, sbs, hbs)
         self.vc = vc
         self.n = n
         self.stop_at_first_finish = stop_at_first_finish
         hasher = block_hasher(vc, hbs)
         for i in range(n):
+            prompt, output = pairs[i % len(pairs)]
             self.sched.add_request(make_request(i, prompt, output, hasher))
         self.num_groups = len(kvc.kv_cache_groups)
         self.blocks_at_end: list[list[int]] = []
@@ -361,7 +363,9 @@ class Run:
             "finished": self.finished,
             "steps": self.steps,
             "max_used_blocks": self.max_used_blocks,
-            "blocks_at_end": self.blocks_at_end[0] if self.blocks_at_end else None,
+            # per group, the most blocks a request held when it finished
+            "blocks_at_end": ([max(col) for col in zip(*self.blocks_at_end)]
+                              if self.blocks_at_end else None),
             "blocks_at_end_all_equal": len({tuple(b) for b in self.blocks_at_end}) <= 1,
             "seconds": round(time.time() - t0, 3),
         }
@@ -400,10 +404,16 @@ def _tag_schedule(sched):
 
 # ---- 3. the searches ---------------------------------------------------------------------------
 
+def workload_pairs(w: dict) -> list[tuple[int, int]]:
+    """{"prompt": P, "output": D} or {"pairs": [[P, D], ...]} (request i takes pair i mod len)."""
+    if "pairs" in w:
+        return [(int(p), int(d)) for p, d in w["pairs"]]
+    return [(int(w["prompt"]), int(w["output"]))]
+
+
 def run_once(case: dict, n: int, stop_at_first_finish: bool = False) -> dict:
     vc, kvc, sbs, hbs, _ = build_engine_state(case)
-    w = case["workload"]
-    r = Run(vc, kvc, sbs, hbs, n, int(w["prompt"]), int(w["output"]), stop_at_first_finish)
+    r = Run(vc, kvc, sbs, hbs, n, workload_pairs(case["workload"]), stop_at_first_finish)
     _tag_schedule(r.sched)
     res = r.go()
     res["scheduler_cls"] = r.sched_cls

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
+from kvplan.analysis.workload import WorkloadResult
 from kvplan.budget.kv_memory import KvBudget
 from kvplan.engine.planner import EngineResult
 from kvplan.engine.serialize import contract_dict
@@ -142,6 +143,9 @@ class Plan(FrozenModel):
         default=None, description="max concurrency × data_parallel_size (all replicas)")
     vllm_contract: dict = Field(default_factory=dict,  # type: ignore[type-arg]
                                 description="the numbers in the golden-case schema")
+    workload: list[WorkloadResult] | None = Field(
+        default=None, description="--workload: how many such requests vLLM's scheduler runs "
+                                  "at once on this KV cache, one entry per workload")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""

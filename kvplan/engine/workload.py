@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from heapq import heappop, heappush
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from math import gcd, lcm
 
@@ -65,19 +67,28 @@ class ManagerKind(StrEnum):
 
 @dataclass(frozen=True)
 class Workload:
-    """P prompt tokens and D output tokens per request."""
+    """Requests of P prompt and D output tokens. One pair: identical requests; several (a
+    measured distribution): request i is pair i modulo their number, in order."""
 
-    prompt_tokens: int
-    output_tokens: int
+    pairs: tuple[tuple[int, int], ...]
+    label: str = ""
 
     def __post_init__(self) -> None:
-        if self.prompt_tokens < 1 or self.output_tokens < 1:
-            raise InputError(f"a workload needs ≥ 1 prompt and ≥ 1 output token, got "
-                             f"{self.prompt_tokens}:{self.output_tokens}")
+        if not self.pairs:
+            raise InputError("a workload needs at least one (prompt, output) pair")
+        for p, d in self.pairs:
+            if p < 1 or d < 1:
+                raise InputError(f"a workload needs ≥ 1 prompt and ≥ 1 output token, got {p}:{d}")
+        if not self.label:
+            object.__setattr__(self, "label", f"{self.pairs[0][0]}:{self.pairs[0][1]}"
+                               if len(self.pairs) == 1 else f"{len(self.pairs)} requests")
 
-    @property
-    def label(self) -> str:
-        return f"{self.prompt_tokens}:{self.output_tokens}"
+    @classmethod
+    def of(cls, prompt_tokens: int, output_tokens: int) -> Workload:
+        return cls(((prompt_tokens, output_tokens),))
+
+    def pair(self, i: int) -> tuple[int, int]:
+        return self.pairs[i % len(self.pairs)]
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,13 @@ def _base(spec: KVCacheSpec) -> KVCacheSpec:
 
 
 def group_rule(group_id: int, spec: KVCacheSpec, demand: DemandSettings) -> GroupRule:
+    rule = _group_rule(group_id, spec, demand)
+    if spec.is_draft:
+        return replace(rule, label=f"{rule.label} (draft)")
+    return rule
+
+
+def _group_rule(group_id: int, spec: KVCacheSpec, demand: DemandSettings) -> GroupRule:
     kind = manager_kind(spec)
     base = _base(spec)
     bs = spec.block_size
@@ -193,8 +211,7 @@ def group_rule(group_id: int, spec: KVCacheSpec, demand: DemandSettings) -> Grou
                          is_mamba=True)
     if kind is ManagerKind.RING:
         return GroupRule(group_id, kind, bs, "one block per request", prefix_cacheable=False)
-    label = "draft" if spec.is_draft else "full"
-    return GroupRule(group_id, kind, bs, label, prefix_cacheable=spec.prefix_cacheable,
+    return GroupRule(group_id, kind, bs, "full", prefix_cacheable=spec.prefix_cacheable,
                      fine_grained=True)
 
 
@@ -239,11 +256,12 @@ class _Mamba:
 
 
 class _Req:
-    __slots__ = ("idx", "computed", "in_flight", "placeholders", "outputs", "spec", "chunk",
+    __slots__ = ("idx", "prompt", "max_tokens", "computed", "in_flight", "placeholders", "outputs", "spec", "chunk",
                  "length", "nulls", "mamba", "finished", "lazy", "lazy_from", "snap")
 
-    def __init__(self, idx: int, num_groups: int) -> None:
+    def __init__(self, idx: int, pair: tuple[int, int], num_groups: int) -> None:
         self.idx = idx
+        self.prompt, self.max_tokens = pair  # P prompt tokens, D output tokens
         self.computed = 0  # num_computed_tokens
         self.in_flight = 0  # num_in_flight_tokens
         self.placeholders = 0  # num_output_placeholders (async scheduling)
@@ -270,7 +288,7 @@ class RunResult:
     peak_running: int
     steps: int
     finished: int
-    blocks_at_end: tuple[int, ...] | None  # per group, held by the first request to finish
+    blocks_at_end: tuple[int, ...] | None  # per group, the most a request held when it finished
     blocks_by_group_at_preemption: tuple[int, ...] | None  # the whole pool, per group
 
 
@@ -314,6 +332,8 @@ class _Engine:
         self.by_idx: list[_Req] = []
         self.exact: set[_Req] = set()  # running requests stepped one by one
         self.bucket: dict[int, list[_Req]] = {}  # step → lazy requests due
+        self.due_steps: list[int] = []  # heap of the bucket's steps
+        self.blocked_at: tuple[int, int] | None = None  # (free, running) of a failed admission
         self.queue: deque[list[tuple[_Req, int, int, bool]]] = deque()  # EngineCore.batch_queue
         self.lazy_ok = True
         self.lazy_n: int | None = None  # the steady decode step of every lazy request
@@ -487,7 +507,7 @@ class _Engine:
 
     def _allocate_slots(self, q: _Req, n: int, full_sequence: bool) -> bool:
         r = self.r
-        P = self.w.prompt_tokens
+        P = q.prompt
         total_computed = min(q.computed, r.max_model_len)
         prefill_end = max(P, P + q.outputs - 1)
         num_groups = len(self.g)
@@ -509,6 +529,14 @@ class _Engine:
         for gi in range(num_groups):
             self._allocate(gi, q, need_slot, main)
         return True
+
+    def quiet_until(self, t: int, finished_pending: bool) -> int:
+        """The next step that is not a quiet steady-decode step of every running request (the
+        next step if there is no such stretch)."""
+        if (self.exact or finished_pending or not self.due_steps
+                or (self.waiting and self.blocked_at != (self.free, len(self.running)))):
+            return t + 1
+        return self.due_steps[0]
 
     def _after_step(self, t: int, scheduled: list[tuple[_Req, int, int]]) -> None:
         """End of step t (its schedule, and the update that followed it): requests that took
@@ -534,7 +562,7 @@ class _Engine:
     def _mamba_split(self, q: _Req, n: int) -> int:
         """Scheduler._mamba_block_aligned_split (no prefix-cache hit, no shared prefix)."""
         r, p = self.r, self.p
-        P = self.w.prompt_tokens
+        P = q.prompt
         num_tokens = P + q.outputs
         start = q.computed
         prefill_end = max(P, num_tokens - 1)
@@ -582,7 +610,7 @@ class _Engine:
     def _reserve_prefill_lookahead(self, q: _Req, computed: int, n: int) -> int:
         """Scheduler._reserve_prefill_lookahead (multi-module MTP)."""
         npl = self.r.num_prefill_lookahead_tokens
-        remaining = self.w.prompt_tokens + q.outputs - computed - n
+        remaining = q.prompt + q.outputs - computed - n
         if 0 < remaining < npl:
             n -= npl - remaining
         return max(n, 0)
@@ -593,7 +621,7 @@ class _Engine:
         """The running-loop body for one request: (tokens, draft tokens) scheduled, (0, 0) when
         it is skipped this step, None when its allocation fails (vLLM preempts then)."""
         r = self.r
-        P, D = self.w.prompt_tokens, self.w.output_tokens
+        P, D = q.prompt, q.max_tokens
         if q.placeholders > 0 and q.computed + 2 - q.placeholders >= P + D:
             return 0, 0  # async: the step in flight reaches max_tokens
         n = P + q.outputs + q.spec + q.placeholders - q.computed
@@ -616,7 +644,6 @@ class _Engine:
                ) -> tuple[list[tuple[_Req, int, int]], int, int]:
         """The waiting loop of Scheduler.schedule."""
         r = self.r
-        P = self.w.prompt_tokens
         slots = r.draft_slots
         admitted: list[tuple[_Req, int, int]] = []
         skipped: list[_Req] = []
@@ -624,7 +651,7 @@ class _Engine:
             if len(self.running) >= r.max_num_seqs or budget <= 0 or inputs <= slots:
                 break
             q = self.waiting[0]
-            n = P + q.outputs
+            n = q.prompt + q.outputs
             tb = min(budget, inputs - slots)
             spec = 0
             k = r.num_speculative_tokens
@@ -694,8 +721,8 @@ class _Engine:
         n, la, L = self.lazy_n, r.num_lookahead_tokens, r.max_model_len
         c, f = q.computed, q.in_flight
         thresholds = [L - 4 - n - la,  # the max_model_len cap is near
-                      self.w.prompt_tokens + self.w.output_tokens + q.placeholders - 4,
-                      q.computed + self.w.output_tokens - 4 - q.outputs]  # last outputs
+                      q.prompt + q.max_tokens + q.placeholders - 4,
+                      q.computed + q.max_tokens - 4 - q.outputs]  # last outputs
         for gi, g in enumerate(self.g):
             bs, length, nulls = g.block_size, q.length[gi], q.nulls[gi]
             if g.kind is ManagerKind.RING or (g.kind is ManagerKind.FULL and length * bs >= L):
@@ -739,17 +766,23 @@ class _Engine:
         q.lazy = True
         q.lazy_from = t
         self.exact.discard(q)
-        self.bucket.setdefault(wake, []).append(q)
+        due = self.bucket.get(wake)
+        if due is None:
+            self.bucket[wake] = [q]
+            heappush(self.due_steps, wake)
+        else:
+            due.append(q)
 
     def schedule(self, t: int) -> tuple[list[tuple[_Req, int, int, bool]], bool]:
         """Scheduler.schedule (+ _update_after_schedule) at step t; lazy requests not due are
         scheduled implicitly (their steady decode step). Returns the exact entries and whether
         an allocation failed (a preemption)."""
         r = self.r
-        P = self.w.prompt_tokens
         budget = inputs = r.max_num_batched_tokens
         slots = r.draft_slots
         due = self.bucket.pop(t, [])
+        while self.due_steps and self.due_steps[0] <= t:
+            heappop(self.due_steps)
         for q in due:
             if q.lazy and not q.finished:
                 self._materialize(q, t)
@@ -807,12 +840,14 @@ class _Engine:
             return [], True
         admitted, budget, inputs = self._admit(budget, inputs, prefill_scheduled,
                                                bool(scheduled))
+        self.blocked_at = ((self.free, len(self.running)) if self.waiting and not admitted
+                           else None)
         scheduled += admitted
         out = []
         for q, n, spec in scheduled:  # _update_after_schedule (+ AsyncScheduler)
             q.computed += n
             q.in_flight += n
-            q.chunk = q.computed < P + q.outputs + q.placeholders
+            q.chunk = q.computed < q.prompt + q.outputs + q.placeholders
             if r.async_scheduling and not q.chunk:
                 q.placeholders += NUM_SAMPLED_TOKENS_PER_STEP + spec
                 q.spec = r.num_speculative_tokens
@@ -823,7 +858,6 @@ class _Engine:
         """Scheduler.update_from_output with one sampled token per request that completed its
         prompt in that step; returns the requests that finished."""
         finished = []
-        D = self.w.output_tokens
         for q, n, spec, partial in batch:
             if q.lazy:
                 continue  # counted in its lazy steps
@@ -838,7 +872,7 @@ class _Engine:
             q.outputs += 1
             if q.placeholders > 0:
                 q.placeholders -= 1
-            if q.outputs >= D or self.w.prompt_tokens + q.outputs >= self.r.max_model_len:
+            if q.outputs >= q.max_tokens or q.prompt + q.outputs >= self.r.max_model_len:
                 finished.append(q)
         return finished
 
@@ -846,7 +880,7 @@ class _Engine:
         """EngineCore.post_step → Scheduler.update_draft_token_ids (sync scheduling, all drafts
         of the step; 0.34 proposes none when no scheduled request can use them)."""
         if self.p.sync_spec_skips_unused_drafts and self.r.num_lookahead_tokens > 0 and all(
-                partial or q.finished or q.outputs >= self.w.output_tokens
+                partial or q.finished or q.outputs >= q.max_tokens
                 for q, _, _, partial in batch):
             return
         for q, _, _, partial in batch:
@@ -867,7 +901,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
     e = _Engine(rules, groups, w)
     e.lazy_ok = lazy and rules.batch_queue_size <= 2
     num_groups = len(groups)
-    e.by_idx = [_Req(i, num_groups) for i in range(num_requests)]
+    e.by_idx = [_Req(i, w.pair(i), num_groups) for i in range(num_requests)]
     e.waiting.extend(e.by_idx)
     queue = e.queue
     steps = peak = finished = 0
@@ -878,8 +912,8 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
     def done(batch: list[tuple[_Req, int, int, bool]]) -> None:
         nonlocal finished, blocks_at_end, finished_pending
         for q in e.update(batch):
-            if blocks_at_end is None:
-                blocks_at_end = tuple(e._held(gi, q) for gi in range(num_groups))
+            held = tuple(e._held(gi, q) for gi in range(num_groups))
+            blocks_at_end = held if blocks_at_end is None else tuple(map(max, blocks_at_end, held))
             e._free_request(q)
             e._stop_running(q)
             finished += 1
@@ -891,6 +925,11 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
         if stop_at_first_finish and finished:
             break
         if e.running or e.waiting or finished_pending:
+            nxt = e.quiet_until(steps, finished_pending)
+            if nxt > steps + 1:  # nothing happens before step nxt: every request decodes
+                steps = nxt - 1
+                for batch in queue:
+                    batch.clear()  # only lazy requests' entries (counted in their lazy steps)
             steps += 1
             batch, preempted = e.schedule(steps)
             finished_pending = False
@@ -1028,11 +1067,11 @@ def _prefill_ckpt_blocks(spec: KVCacheSpec) -> int:
 
 def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> WorkloadEstimate:
     """The largest N that runs clean, the admission peak, and what caps each."""
-    total = w.prompt_tokens + w.output_tokens
-    if total > rules.max_model_len:
-        raise InputError(f"workload {w.label} needs {total:,} tokens per request, more than "
-                         f"max_model_len {rules.max_model_len:,} (vLLM rejects such a request)",
-                         hint="shorten the workload or raise --max-model-len")
+    for p, d in w.pairs:
+        if p + d > rules.max_model_len:
+            raise InputError(f"workload {w.label}: a request of {p:,}+{d:,} tokens needs more "
+                             f"than max_model_len {rules.max_model_len:,} (vLLM rejects it)",
+                             hint="shorten the workload or raise --max-model-len")
     runs: dict[int, RunResult] = {}
 
     def run(n: int) -> RunResult:
@@ -1040,31 +1079,14 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
             runs[n] = simulate(rules, groups, w, n)
         return runs[n]
 
-    lo, hi = 0, rules.max_num_seqs
-    if not run(hi).preempted:
-        lo = hi
-    else:
-        while hi - lo > 1:  # clean for lo, preempts at hi
-            mid = (lo + hi) // 2
-            if run(mid).preempted:
-                hi = mid
-            else:
-                lo = mid
-    clean = runs.get(lo) if lo else None
-    if lo and clean is None:
-        clean = run(lo)
-    at_end = (clean.blocks_at_end if clean is not None and clean.blocks_at_end is not None
-              else _blocks_one_request(rules, groups, w))
-    failing = runs.get(lo + 1) if lo < rules.max_num_seqs else None
-    if lo < rules.max_num_seqs and failing is None:
-        failing = run(lo + 1)
+    def clean(n: int) -> bool:
+        return not run(n).preempted
+
+    lo = largest_clean(clean, rules.max_num_seqs, first_guess(rules, run))
+    at_end = run(max(lo, 1)).blocks_at_end or tuple(0 for _ in groups)
+    failing = run(lo + 1) if lo < rules.max_num_seqs else None
     peak_run = simulate(rules, groups, w, rules.max_num_seqs + 1, stop_at_first_finish=True)
-    if peak_run.peak_running >= rules.max_num_seqs:
-        admission_cap = "max_num_seqs"
-    elif peak_run.preempted:
-        admission_cap = "kv_cache"
-    else:
-        admission_cap = "kv_cache" if peak_run.finished else "max_num_seqs"
+    admission_cap = "max_num_seqs" if peak_run.peak_running >= rules.max_num_seqs else "kv_cache"
     return WorkloadEstimate(
         workload=w, max_concurrent_without_preemption=lo,
         concurrency_capped_by="max_num_seqs" if lo == rules.max_num_seqs else "kv_cache",
@@ -1074,15 +1096,49 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
         group_labels=tuple(g.label for g in groups), num_usable_blocks=rules.num_blocks - 1)
 
 
-def _blocks_one_request(rules: SchedulerRules, groups: list[GroupRule], w: Workload
-                        ) -> tuple[int, ...]:
-    r = simulate(rules, groups, w, 1)
-    return r.blocks_at_end or tuple(0 for _ in groups)
+def first_guess(rules: SchedulerRules, run: Callable[[int], RunResult]) -> int:
+    """Where the search starts: the requests whose end-of-request blocks fill the pool (one
+    request simulated alone); vLLM's full-attention answer is usually this or next to it."""
+    one = run(1)
+    if one.preempted:
+        return 0
+    per_request = sum(one.blocks_at_end or ()) or 1
+    return max(1, min(rules.max_num_seqs, (rules.num_blocks - 1) // per_request))
+
+
+def largest_clean(clean: Callable[[int], bool], upper: int, guess: int) -> int:
+    """The largest n in [0, upper] with clean(n) (clean(0) holds), galloping from `guess`
+    then bisecting; assumes clean is monotone (the golden scans check it)."""
+    if guess <= 0:
+        return 0
+    if clean(guess):
+        lo, step = guess, 1
+        while lo < upper:  # gallop up until a preempting n
+            hi = min(upper, lo + step)
+            if not clean(hi):
+                break
+            lo, step = hi, step * 2
+        else:
+            return upper
+    else:
+        hi, step = guess, 1
+        while True:  # gallop down until a clean n
+            lo = max(0, hi - step)
+            if lo == 0 or clean(lo):
+                break
+            hi, step = lo, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if clean(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def rules_for_plan(result: EngineResult, inp: PlannerInput, *, max_num_seqs: int,
-                   enable_chunked_prefill: bool, enable_prefix_caching: bool
-                   ) -> tuple[SchedulerRules, list[GroupRule]]:
+                   enable_chunked_prefill: bool, enable_prefix_caching: bool,
+                   reserve_full_isl: bool = True) -> tuple[SchedulerRules, list[GroupRule]]:
     """The rules for a plan the engine made (its groups, num_blocks and settings)."""
     if result.num_blocks is None or not result.groups:
         raise UnsupportedError("no KV cache was planned, so there is no workload to run")
@@ -1100,6 +1156,7 @@ def rules_for_plan(result: EngineResult, inp: PlannerInput, *, max_num_seqs: int
         speculative_method=_method(inp),
         num_prefill_lookahead_tokens=result.num_prefill_lookahead_tokens,
         max_in_flight_tokens=result.max_in_flight_tokens, profile=result.profile,
+        reserve_full_isl=reserve_full_isl,
         decode_context_parallel_size=inp.decode_context_parallel_size)
 
 
