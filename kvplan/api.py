@@ -138,6 +138,7 @@ class FitOptions(TypedDict, total=False):
     hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
+    workload: str | Path | None  # rank by how many requests of it run without preemption
 
 def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOptions]) -> Plan:
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
@@ -414,10 +415,13 @@ def fit(model: str, *, max_model_len: int | str, concurrency: int, draft: str | 
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
+    workloads = parse_workloads(o.get("workload"))
+    if len(workloads) > 1:
+        raise InputError("kvplan fit takes one --workload", hint="run fit once per workload")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                   kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
-                  progress=progress)
+                  progress=progress, workload=workloads[0] if workloads else None)
 
 def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
     """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error."""

@@ -533,6 +533,9 @@ def fit(
     vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile (default newest)")] = None,
     with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
+    workload: Annotated[str | None, Opt(
+        "--workload", help="PROMPT:OUTPUT (or a file of pairs): --concurrency counts such "
+        "requests vLLM's scheduler runs at once without preemption")] = None,
 ) -> None:
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
     --concurrency; exit 0 when one is found, 1 when nothing fits (the nearest misses)."""
@@ -556,7 +559,8 @@ def fit(
             mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
             gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
             revision=revision, vllm=vllm, with_fix=with_fix, hf_overrides=hf_overrides,
-            allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)))
+            allow_long_max_model_len=allow_long_from_env(os.environ.get(LONG_ENV)),
+            workload=workload)
     finally:
         progress.close()
     if as_json:

@@ -68,7 +68,60 @@ def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
 
 def render_table(plan: Plan, console: Console) -> None:
     _render_main(plan, console)
+    render_workload(plan, console)
     render_explanation(plan, console)
+
+
+_CAP = {"kv_cache": "KV cache", "max_num_seqs": "max_num_seqs"}
+
+
+def _group_blocks(rows: list[Any]) -> str:
+    """'mamba (align) 1 ×3 · full 12': blocks per group, identical neighbours merged."""
+    merged: list[list[Any]] = []
+    for r in rows:
+        if merged and merged[-1][0] == r.kind and merged[-1][1] == r.blocks:
+            merged[-1][2] += 1
+        else:
+            merged.append([r.kind, r.blocks, 1])
+    return " · ".join(f"{k} {b:,}" + (f" ×{n}" if n > 1 else "") for k, b, n in merged)
+
+
+def render_workload(plan: Plan, console: Console) -> None:
+    """--workload: how many such requests vLLM's scheduler runs at once."""
+    if not plan.workload:
+        return
+    table = Table(title=f"Workload: requests submitted together, run by vLLM "
+                        f"{plan.vllm_version}'s scheduler (one token per step)",
+                  title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True)
+    for name, justify in (("workload", "left"), ("runs clean", "right"), ("limit", "left"),
+                          ("admits", "right"), ("limit", "left"),
+                          ("one request at its end (blocks)", "left"),
+                          ("vLLM formula", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for w in plan.workload:
+        formula = w.vllm_formula_concurrency
+        table.add_row(escape(w.label), _b(w.max_concurrent_without_preemption),
+                      _CAP.get(w.concurrency_capped_by, w.concurrency_capped_by),
+                      _b(w.admission_peak), _CAP.get(w.admission_capped_by, w.admission_capped_by),
+                      escape(_group_blocks(w.blocks_per_request_at_end)),
+                      f"{formula:.2f}" if formula is not None else "-")
+    console.print(table)
+    console.print(f"[dim]runs clean = the most requests submitted together that finish with no "
+                  f"preemption; admits = the most running at once while more wait (vLLM admits "
+                  f"on the prompt), before its first preemption or completion; vLLM formula = "
+                  f"the boot log's 'Maximum concurrency' at P+D tokens "
+                  f"(at max_model_len: {plan.max_concurrency or 0:.2f}); "
+                  f"{plan.workload[0].usable_blocks:,} usable blocks, max_num_seqs "
+                  f"{plan.workload[0].max_num_seqs:,}[/]")
+    for w in plan.workload:
+        pool = w.kv_pool_at_first_preemption
+        if pool and w.capping_group_id is not None and len(pool) > 1:
+            top = pool[w.capping_group_id]
+            console.print(f"[dim]{escape(w.label)}: with "
+                          f"{w.max_concurrent_without_preemption + 1} requests the pool runs out; "
+                          f"then {escape(_group_blocks(pool))} blocks are held ({escape(top.kind)} "
+                          f"the most)[/]")
 
 
 def _render_main(plan: Plan, console: Console) -> None:
@@ -290,7 +343,23 @@ def render_markdown(plan: Plan) -> str:
                      f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")
         if plan.error_message:
             lines += ["", f"> {plan.error_message}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _markdown_workload(plan)) + "\n"
+
+
+def _markdown_workload(plan: Plan) -> list[str]:
+    if not plan.workload:
+        return []
+    lines = ["", f"**Workload** (vLLM {plan.vllm_version}'s scheduler, requests submitted "
+             "together)", "", "| workload | runs clean | limit | admits | limit | one request at "
+             "its end (blocks) | vLLM formula at P+D |", "|---|---:|---|---:|---|---|---:|"]
+    for w in plan.workload:
+        f = w.vllm_formula_concurrency
+        lines.append(f"| {w.label} | {w.max_concurrent_without_preemption:,} | "
+                     f"{_CAP.get(w.concurrency_capped_by)} | {w.admission_peak:,} | "
+                     f"{_CAP.get(w.admission_capped_by)} | "
+                     f"{_group_blocks(w.blocks_per_request_at_end)} | "
+                     f"{'-' if f is None else f'{f:.2f}'} |")
+    return lines
 
 
 def render_gpus(rows: list, console: Console) -> None:  # type: ignore[type-arg]
@@ -319,7 +388,9 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
     console.print(Text.assemble(("kvplan fit", "bold"), f"  model {t.model}",
                                 f"  draft {t.draft}" if t.draft else "",
                                 f"  vLLM {t.vllm_version}"))
-    console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
+    what = (f"{t.workload} requests run without preemption (max_model_len "
+            f"{t.max_model_len:,})" if t.workload else f"requests of {t.max_model_len:,} tokens")
+    console.print(f"target: {t.concurrency} concurrent {what} · "
                   f"{len(t.gpus)} GPU types · KV {', '.join(t.kv_cache_dtypes)} · at most "
                   f"{t.max_gpus} GPUs")
     if fit.candidates:
@@ -339,13 +410,17 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                           f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
                           f"{c.data_parallel_size}",
                           "=".join([c.kv_cache_dtype, *c.merged_kv_cache_dtypes]),
-                          "on" if c.speculative else "off", f"{c.max_concurrency:.1f}",
+                          "on" if c.speculative else "off",
+                          (f"{c.workload_concurrency}" if c.workload_concurrency is not None
+                           else f"{c.max_concurrency:.1f}"),
                           f"{c.kv_cache_size_tokens:,}", f"{c.headroom_pct:+.0f}%", usd)
         console.print(table)
         for i, c in enumerate(fit.candidates, 1):
             console.print(f"{i}. [dim]$[/] {escape(c.vllm_serve)}", soft_wrap=True)
             console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
-        console.print("[dim]conc. = vLLM's maximum concurrency at max_model_len × DP; KV tokens "
+        conc = (f"{t.workload} requests vLLM's scheduler runs at once without preemption × DP"
+                if t.workload else "vLLM's maximum concurrency at max_model_len × DP")
+        console.print(f"[dim]conc. = {conc}; KV tokens "
                       "per replica; headroom = conc. over the target"
                       + ("; KV a=b: both planned identically (one row)" if any(
                           c.merged_kv_cache_dtypes for c in fit.candidates) else "")
