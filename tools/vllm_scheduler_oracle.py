@@ -39,9 +39,9 @@ What runs (all vLLM code, nothing copied):
    placeholder drafts for every request that sampled (``EngineCore.post_step``), unless the
    scheduler output says ``skip_drafts``.
 
-Reported: for the workload, ``max_concurrent_without_preemption`` (largest N that runs to
-completion with no preemption: binary search over 1..max_num_seqs, then N and N+1 are re-run and
-reported; ``--scan K`` runs every N ≤ K to check that "clean" is monotone), ``admission_peak``
+Reported: for the workload, ``max_concurrent_without_preemption`` (largest N whose requests all
+run at once — every one admitted before the first completion — and finish with no preemption:
+binary search over 1..max_num_seqs, then N and N+1 are reported; ``--scan K`` runs every N ≤ K to check that "clean" is monotone), ``admission_peak``
 (max_num_seqs + 1 requests submitted; the most running at once, up to the first preemption or the
 first completion, whichever comes first), and per group the blocks one request holds when it
 finishes (non-null entries of its block table just before it is freed).
@@ -486,11 +486,14 @@ def main(argv=None) -> int:
     runs: dict[int, dict] = {}
 
     def clean(n: int) -> bool:
+        """All n run at once (none waits for another's completion) and finish unpreempted."""
         if n not in runs:
             runs[n] = run_once(case, n)
-            print(f"  N={n}: {'preempts' if runs[n]['preempted'] else 'clean'} "
-                  f"({runs[n]['seconds']} s)", file=sys.stderr)
-        return not runs[n]["preempted"]
+            r = runs[n]
+            r["clean"] = not r["preempted"] and r["peak_running"] == n
+            print(f"  N={n}: {'clean' if r['clean'] else 'preempts' if r['preempted'] else 'queues'}"
+                  f" ({r['seconds']} s)", file=sys.stderr)
+        return runs[n]["clean"]
 
     lo, hi = 0, max_num_seqs  # clean(lo) assumed (0 requests); find the largest clean
     if clean(hi):

@@ -29,10 +29,13 @@ class WorkloadResult(_Frozen):
     output_tokens: int | None = Field(description="D (None for a file of several pairs)")
     num_pairs: int = Field(description="(prompt, output) pairs; request i takes pair i mod this")
     max_concurrent_without_preemption: int = Field(
-        description="the largest N such that N such requests submitted together run to "
-                    "completion in vLLM's scheduler with no preemption")
-    concurrency_capped_by: str = Field(description="kv_cache (N+1 requests preempt) or "
-                                                   "max_num_seqs")
+        description="the largest N such that N such requests submitted together all run at "
+                    "once in vLLM's scheduler (every one admitted before the first completes) "
+                    "and complete with no preemption")
+    concurrency_capped_by: str = Field(description="kv_cache or max_num_seqs")
+    next_request_preempts: bool | None = Field(
+        description="with N+1 requests vLLM preempts (true) or keeps one waiting for blocks "
+                    "until a request completes (false); None when max_num_seqs caps")
     admission_peak: int = Field(
         description="the most requests vLLM runs at once, requests still waiting, before its "
                     "first preemption or first completion (it admits on the prompt)")
@@ -83,7 +86,8 @@ def workload_result(est: WorkloadEstimate, rules: SchedulerRules, result: Engine
         label=w.label, prompt_tokens=p if single else None, output_tokens=d if single else None,
         num_pairs=len(w.pairs),
         max_concurrent_without_preemption=est.max_concurrent_without_preemption,
-        concurrency_capped_by=est.concurrency_capped_by, admission_peak=est.admission_peak,
+        concurrency_capped_by=est.concurrency_capped_by,
+        next_request_preempts=est.next_request_preempts, admission_peak=est.admission_peak,
         admission_capped_by=est.admission_capped_by, admission_preempts=est.admission_preempts,
         blocks_per_request_at_end=rows(est.blocks_per_request_at_end),
         kv_pool_at_first_preemption=rows(pool) if pool is not None else None,

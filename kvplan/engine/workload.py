@@ -1011,8 +1011,9 @@ class WorkloadEstimate:
     workload: Workload
     max_concurrent_without_preemption: int
     concurrency_capped_by: str  # "max_num_seqs" or "kv_cache"
+    next_request_preempts: bool | None  # N+1: preempts, or waits for blocks (None: max_num_seqs)
     admission_peak: int
-    admission_capped_by: str  # "max_num_seqs", "kv_cache" or "first_completion"
+    admission_capped_by: str  # "max_num_seqs" or "kv_cache"
     admission_preempts: bool
     blocks_per_request_at_end: tuple[int, ...]  # per group, one request at its last step
     pool_blocks_at_preemption: tuple[int, ...] | None  # per group, N+1 requests' first preemption
@@ -1080,7 +1081,9 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
         return runs[n]
 
     def clean(n: int) -> bool:
-        return not run(n).preempted
+        """All n run at once (admitted before the first completion) and none is preempted."""
+        r = run(n)
+        return not r.preempted and r.peak_running == n
 
     lo = largest_clean(clean, rules.max_num_seqs, first_guess(rules, run))
     at_end = run(max(lo, 1)).blocks_at_end or tuple(0 for _ in groups)
@@ -1090,6 +1093,7 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
     return WorkloadEstimate(
         workload=w, max_concurrent_without_preemption=lo,
         concurrency_capped_by="max_num_seqs" if lo == rules.max_num_seqs else "kv_cache",
+        next_request_preempts=failing.preempted if failing is not None else None,
         admission_peak=peak_run.peak_running, admission_capped_by=admission_cap,
         admission_preempts=peak_run.preempted, blocks_per_request_at_end=at_end,
         pool_blocks_at_preemption=failing.blocks_by_group_at_preemption if failing else None,
