@@ -109,6 +109,9 @@ class GroupRule:
     prefix_cacheable: bool = True
     fine_grained: bool = False  # supports_fine_grained_hash_lookup
     is_mamba: bool = False
+    # identical groups behave identically: simulated once, their blocks counted `count` times
+    count: int = 1
+    members: tuple[int, ...] = ()  # the group ids of a merged class
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,8 @@ class _Mamba:
 
 class _Req:
     __slots__ = ("idx", "prompt", "max_tokens", "computed", "in_flight", "placeholders", "outputs", "spec", "chunk",
-                 "length", "nulls", "mamba", "finished", "lazy", "lazy_from", "snap")
+                 "length", "nulls", "mamba", "finished", "lazy", "lazy_from", "snap", "bound",
+                 "decoding")
 
     def __init__(self, idx: int, pair: tuple[int, int], num_groups: int) -> None:
         self.idx = idx
@@ -275,6 +279,8 @@ class _Req:
         self.lazy = False  # decoding steadily; its state is advanced only when an event is due
         self.lazy_from = 0  # the step at whose end its state was last exact
         self.snap: tuple[int, ...] | None = None  # (step, state) at the end of its last exact step
+        self.bound = 0  # the most blocks it can hold from now on (all groups)
+        self.decoding = False
 
 
 @dataclass(frozen=True)
@@ -290,6 +296,7 @@ class RunResult:
     finished: int
     blocks_at_end: tuple[int, ...] | None  # per group, the most a request held when it finished
     blocks_by_group_at_preemption: tuple[int, ...] | None  # the whole pool, per group
+    early_stop: str | None = None  # until_clean: "queued" or "within_bounds"
 
 
 def _ckpt_position(num_tokens: int, unit: int, drop_eagle: bool, hash_lookahead: int,
@@ -336,6 +343,9 @@ class _Engine:
         self.blocked_at: tuple[int, int] | None = None  # (free, running) of a failed admission
         self.queue: deque[list[tuple[_Req, int, int, bool]]] = deque()  # EngineCore.batch_queue
         self.lazy_ok = True
+        self.bound_total = 0  # Σ hold_bound over the running requests
+        # bounds that depend on the position (Mamba 'align' boundaries ahead) shrink as it goes
+        self.tighten = any(g.mamba_align for g in groups)
         self.lazy_n: int | None = None  # the steady decode step of every lazy request
         self.lazy_spec = 0
         self.need_split = any(g.mamba_align for g in groups)
@@ -415,7 +425,7 @@ class _Engine:
         if g.kind is ManagerKind.RING:
             if not q.length[gi]:
                 q.length[gi] = 1
-                self.free -= 1
+                self.free -= g.count
             return
         if g.kind is ManagerKind.MAMBA and g.mamba_align:
             self._allocate_align(gi, q, main)
@@ -425,7 +435,7 @@ class _Engine:
         new = cdiv(need_slot, bs) - q.length[gi]
         if new > 0:
             q.length[gi] += new
-            self.free -= new
+            self.free -= new * g.count
 
     def _allocate_align(self, gi: int, q: _Req, main: int) -> None:
         """MambaManager.allocate_new_blocks, mamba_cache_mode 'align'."""
@@ -461,7 +471,7 @@ class _Engine:
         new = max(required - length, 0)
         m.real.extend(range(length, length + new))
         length += new
-        self.free -= new
+        self.free -= new * g.count
         q.length[gi] = length
         m.allocated = True
 
@@ -483,18 +493,18 @@ class _Engine:
                     freed = [i for i in m.real if first <= i < last]
                     for i in freed:
                         m.real.remove(i)
-                    self.free += len(freed)
+                    self.free += len(freed) * g.count
                     m.retired = last
             lsi = m.last_state
             if lsi is not None and lsi < cdiv(processed, g.block_size) - 1 and lsi in m.real:
                 m.real.remove(lsi)
-                self.free += 1
+                self.free += g.count
             return
         if skipped <= 0:
             return
         n = min(skipped // g.block_size, q.length[gi])
         if n > q.nulls[gi]:  # _remove_blocks_in_range frees the blocks after the null prefix
-            self.free += n - q.nulls[gi]
+            self.free += (n - q.nulls[gi]) * g.count
             q.nulls[gi] = n
 
     def _held(self, gi: int, q: _Req) -> int:
@@ -514,7 +524,7 @@ class _Engine:
         if full_sequence:
             full = min(P + q.outputs, r.max_model_len)
             need = sum(self._num_to_allocate(gi, q, full, total_computed, full, True, prefill_end)
-                       for gi in range(num_groups))
+                       * self.g[gi].count for gi in range(num_groups))
             if need > self.free:
                 return False
         main = total_computed + n
@@ -523,12 +533,78 @@ class _Engine:
         for gi in range(num_groups):
             self._remove_skipped(gi, q, processed)
         need = sum(self._num_to_allocate(gi, q, need_slot, total_computed, main, False,
-                                         prefill_end) for gi in range(num_groups))
+                                         prefill_end) * self.g[gi].count
+                   for gi in range(num_groups))
         if need > self.free:
             return False
         for gi in range(num_groups):
             self._allocate(gi, q, need_slot, main)
         return True
+
+    def hold_bound(self, q: _Req, decoding: bool) -> int:
+        """An upper bound on the blocks q holds after any allocation from now on, all groups:
+        its largest block table less what its window must have freed (the engine's tests
+        check it against every step of the every-step simulation)."""
+        r = self.r
+        k = r.num_speculative_tokens
+        la = r.num_lookahead_tokens
+        # tokens scheduled in one step, and scheduled but not yet processed (in flight)
+        n = 2 + k if decoding else r.max_num_batched_tokens
+        f = n * (r.batch_queue_size - 1) if decoding else r.max_num_batched_tokens * \
+            max(1, r.batch_queue_size - 1)
+        total = 0
+        for gi, g in enumerate(self.g):
+            bs = g.block_size
+            if g.kind is ManagerKind.RING:
+                b = 1
+            elif g.kind is ManagerKind.FULL:
+                b = cdiv(min(q.prompt + q.max_tokens + 2 * k + la + 2, r.max_model_len), bs)
+            elif g.kind is ManagerKind.MAMBA and g.mamba_align and decoding:
+                # the state and the speculative ones, + the last state while a block boundary
+                # is still ahead (it lingers a step or two after the crossing)
+                ahead = ((q.computed // bs + 1) * bs
+                         <= q.prompt + q.max_tokens + 2 * k + la + 2)
+                b = max(self._held(gi, q), 1 + g.num_speculative_blocks + int(ahead))
+            elif g.kind is ManagerKind.MAMBA and g.mamba_align:  # + a prefill checkpoint and
+                b = 4 + g.num_speculative_blocks + int(g.has_prefill_checkpoint_blocks)  # lag
+            else:
+                w = {ManagerKind.SLIDING_WINDOW: g.window + g.extra_retained_tokens,
+                     ManagerKind.CHUNKED_LOCAL: g.window + 1, ManagerKind.MAMBA: 2}[g.kind]
+                extra = g.num_speculative_blocks if g.kind is ManagerKind.MAMBA else 0
+                b = (n + la + f + w - 1 + 2 * bs - 2) // bs + extra
+                b = min(b, cdiv(min(q.prompt + q.max_tokens + 2 * k + la + 2, r.max_model_len),
+                                bs) + extra)
+            total += b * g.count
+        return total
+
+    def _hold_floor(self, gi: int, q: _Req) -> int:
+        """A lower bound on the blocks q holds in class gi until it finishes."""
+        g = self.g[gi]
+        held = self._held(gi, q)
+        if g.kind is ManagerKind.SLIDING_WINDOW:  # the window's blocks stay
+            return min(held, (g.window - 1) // g.block_size)
+        if g.kind is ManagerKind.CHUNKED_LOCAL:
+            return 0
+        if g.kind is ManagerKind.MAMBA and g.mamba_align:
+            return min(held, 1)
+        return held  # full attention only grows; 'none' states and rings stay
+
+    def admission_blocked_until_a_finish(self) -> bool:
+        """No waiting request can be admitted before a running one finishes: even the most the
+        pool can free (down to every running request's hold floor) is less than the head
+        waiting request's admission needs."""
+        if len(self.running) >= self.r.max_num_seqs:
+            return True
+        q = self.waiting[0]
+        if self.r.reserve_full_isl:
+            full = min(q.prompt + q.outputs, self.r.max_model_len)
+            need = sum(self._num_to_allocate(gi, q, full, 0, full, True, q.prompt) * g.count
+                       for gi, g in enumerate(self.g))
+        else:
+            need = sum(g.count for g in self.g)  # at least a block in every group
+        floor = sum(self._hold_floor(gi, r) * g.count for r in self.running
+                    for gi, g in enumerate(self.g))
+        return self.r.num_blocks - 1 - floor < need
 
     def quiet_until(self, t: int, finished_pending: bool) -> int:
         """The next step that is not a quiet steady-decode step of every running request (the
@@ -539,22 +615,33 @@ class _Engine:
         return self.due_steps[0]
 
     def _after_step(self, t: int, scheduled: list[tuple[_Req, int, int]]) -> None:
-        """End of step t (its schedule, and the update that followed it): requests that took
-        the same steady decode step twice go lazy."""
-        if not self.lazy_ok:
-            return
+        """End of step t (its schedule, and the update that followed it): a request that took
+        the same steady decode step twice now decodes (its smaller hold bound applies) and, if
+        allowed, goes lazy."""
         done = set()
         for q, n, spec in scheduled:
             done.add(q)
-            if not q.finished:
-                self._maybe_lazy(q, t, n, spec)
+            if q.finished:
+                continue
+            now = (t, q.computed, q.outputs, q.in_flight, q.placeholders, q.spec, n, spec)
+            prev, q.snap = q.snap, now
+            if (prev is None or q.chunk or prev[0] != t - 1 or now[1] - prev[1] != 1
+                    or now[2] - prev[2] != 1 or now[3:] != prev[3:]):
+                continue
+            if not q.decoding or self.tighten:
+                q.decoding = True
+                bound = self.hold_bound(q, True)
+                self.bound_total += bound - q.bound
+                q.bound = bound
+            if self.lazy_ok:
+                self._make_lazy(q, t, n, spec)
         for q in self.exact:
             if q not in done:
                 q.snap = None
 
     def _free_request(self, q: _Req) -> None:
-        for gi in range(len(self.g)):
-            self.free += self._held(gi, q)
+        for gi, g in enumerate(self.g):
+            self.free += self._held(gi, q) * g.count
         q.finished = True
 
     # -- Scheduler ------------------------------------------------------------------------
@@ -694,11 +781,14 @@ class _Engine:
         self.running.append(q)
         insort(self.running_idx, q.idx)
         self.exact.add(q)
+        q.bound = self.hold_bound(q, False)
+        self.bound_total += q.bound
 
     def _stop_running(self, q: _Req) -> None:
         self.running.remove(q)
         del self.running_idx[bisect_left(self.running_idx, q.idx)]
         self.exact.discard(q)
+        self.bound_total -= q.bound
 
     def _materialize(self, q: _Req, t: int) -> None:
         """A lazy request at the start of step t: its steady decode steps since it went lazy
@@ -749,13 +839,8 @@ class _Engine:
         # step t+d starts with computed c + d - 1: the first d with that ≥ threshold
         return t + max(1, min(thresholds) - c + 1)
 
-    def _maybe_lazy(self, q: _Req, t: int, n: int, spec: int) -> None:
-        """After step t: make q lazy if its last two steps were the same steady decode step."""
-        now = (t, q.computed, q.outputs, q.in_flight, q.placeholders, q.spec, n, spec)
-        prev, q.snap = q.snap, now
-        if (not self.lazy_ok or prev is None or q.chunk or prev[0] != t - 1
-                or now[1] - prev[1] != 1 or now[2] - prev[2] != 1 or now[3:] != prev[3:]):
-            return
+    def _make_lazy(self, q: _Req, t: int, n: int, spec: int) -> None:
+        """After step t: q, decoding steadily, advances implicitly until its next event."""
         if self.lazy_n is None:
             self.lazy_n, self.lazy_spec = n, spec
         elif (n, spec) != (self.lazy_n, self.lazy_spec):
@@ -893,11 +978,14 @@ def _idx(q: _Req) -> int:
 
 
 def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_requests: int,
-             *, stop_at_first_finish: bool = False, lazy: bool = True,
-             max_steps: int = 50_000_000) -> RunResult:
+             *, stop_at_first_finish: bool = False, lazy: bool = True, until_clean: bool = False,
+             check_bounds: bool = False, max_steps: int = 50_000_000) -> RunResult:
     """N requests submitted together, run until all finish, the first preemption, or (with
     `stop_at_first_finish`) the first completion. `lazy=False` steps every request every step
-    (the same result, slower; the tests compare the two)."""
+    (the same result, slower; the tests compare the two). `until_clean` stops as soon as the
+    answer to "do all N run at once without a preemption" is known: a completion while some
+    still wait (no), or all admitted with the running requests' hold bounds within the pool
+    (yes: no allocation can fail any more)."""
     e = _Engine(rules, groups, w)
     e.lazy_ok = lazy and rules.batch_queue_size <= 2
     num_groups = len(groups)
@@ -921,9 +1009,24 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
         if not rules.async_scheduling and rules.num_speculative_tokens and batch:
             e.sync_drafts(batch)
 
+    usable = rules.num_blocks - 1
+    next_check = 0
     while (e.running or e.waiting or finished_pending or queue) and steps < max_steps:
         if stop_at_first_finish and finished:
             break
+        if until_clean and steps and (e.waiting and finished or
+                                      not e.waiting and e.bound_total <= usable):
+            return RunResult(num_requests, False, None, None, peak, steps, finished,
+                             blocks_at_end, None, early_stop="queued" if e.waiting else
+                             "within_bounds")
+        if ((until_clean or stop_at_first_finish) and not finished and e.waiting
+                and e.blocked_at is not None and not e.exact and steps >= next_check
+                and e.bound_total <= usable):
+            # no allocation can fail and nobody more gets in before the first completion
+            next_check = steps + 16
+            if e.admission_blocked_until_a_finish():
+                return RunResult(num_requests, False, None, None, peak, steps, finished,
+                                 blocks_at_end, None, early_stop="queued")
         if e.running or e.waiting or finished_pending:
             nxt = e.quiet_until(steps, finished_pending)
             if nxt > steps + 1:  # nothing happens before step nxt: every request decodes
@@ -941,6 +1044,10 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
                 return RunResult(num_requests, True, steps, None, peak, steps, finished,
                                  blocks_at_end, tuple(pool))
             peak = max(peak, len(e.running))
+            if check_bounds:  # tests: hold_bound really bounds every request's blocks
+                for q in e.running:
+                    held = sum(e._held(gi, q) * g.count for gi, g in enumerate(groups))
+                    assert held <= q.bound, (q.idx, steps, held, q.bound, q.decoding)
             exact = [(q, n, spec) for q, n, spec, _ in batch]
             if q_size <= 1:
                 done(batch)
@@ -1035,6 +1142,9 @@ def build_rules(*, groups: list[KVCacheSpec], num_blocks: int, max_model_len: in
     rules = [group_rule(i, spec, demand) for i, spec in enumerate(groups)]
     cache_bs, sbs, hbs, align = resolve_block_sizes(rules, enable_prefix_caching,
                                                     decode_context_parallel_size)
+    classes: dict[GroupRule, list[int]] = {}
+    for r in rules:
+        classes.setdefault(replace(r, group_id=0), []).append(r.group_id)
     sd = spec_decode_settings(speculative_method, num_speculative_tokens,
                               num_prefill_lookahead_tokens, enable_prefix_caching, profile)
     mamba = [r for r in rules if r.is_mamba]
@@ -1058,7 +1168,9 @@ def build_rules(*, groups: list[KVCacheSpec], num_blocks: int, max_model_len: in
             _prefill_ckpt_blocks(s) > 0 for s in groups if isinstance(_base(s), MambaSpec)),
         mamba_prefill_checkpoint_alignment=mamba[0].prefill_checkpoint_alignment if mamba else None,
         profile=profile)
-    return sched, rules
+    merged = [replace(r, group_id=ids[0], count=len(ids), members=tuple(ids))
+              for r, ids in classes.items()]
+    return sched, merged
 
 
 def _prefill_ckpt_blocks(spec: KVCacheSpec) -> int:
@@ -1077,7 +1189,7 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
 
     def run(n: int) -> RunResult:
         if n not in runs:
-            runs[n] = simulate(rules, groups, w, n)
+            runs[n] = simulate(rules, groups, w, n, until_clean=n > 1)
         return runs[n]
 
     def clean(n: int) -> bool:
@@ -1085,28 +1197,45 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
         r = run(n)
         return not r.preempted and r.peak_running == n
 
-    lo = largest_clean(clean, rules.max_num_seqs, first_guess(rules, run))
-    at_end = run(max(lo, 1)).blocks_at_end or tuple(0 for _ in groups)
+    lo = largest_clean(clean, rules.max_num_seqs, first_guess(rules, groups, run))
+    if len(w.pairs) == 1 or lo <= 1:
+        at_end = run(1).blocks_at_end or tuple(0 for _ in groups)
+    else:  # a mix: the largest request's blocks, in the clean run of all of them
+        at_end = simulate(rules, groups, w, lo).blocks_at_end or tuple(0 for _ in groups)
     failing = run(lo + 1) if lo < rules.max_num_seqs else None
     peak_run = simulate(rules, groups, w, rules.max_num_seqs + 1, stop_at_first_finish=True)
     admission_cap = "max_num_seqs" if peak_run.peak_running >= rules.max_num_seqs else "kv_cache"
+    pool = failing.blocks_by_group_at_preemption if failing else None
     return WorkloadEstimate(
         workload=w, max_concurrent_without_preemption=lo,
         concurrency_capped_by="max_num_seqs" if lo == rules.max_num_seqs else "kv_cache",
         next_request_preempts=failing.preempted if failing is not None else None,
         admission_peak=peak_run.peak_running, admission_capped_by=admission_cap,
-        admission_preempts=peak_run.preempted, blocks_per_request_at_end=at_end,
-        pool_blocks_at_preemption=failing.blocks_by_group_at_preemption if failing else None,
-        group_labels=tuple(g.label for g in groups), num_usable_blocks=rules.num_blocks - 1)
+        admission_preempts=peak_run.preempted,
+        blocks_per_request_at_end=_per_group(groups, at_end),
+        pool_blocks_at_preemption=_per_group(groups, pool) if pool is not None else None,
+        group_labels=_per_group(groups, tuple(g.label for g in groups)),
+        num_usable_blocks=rules.num_blocks - 1)
 
 
-def first_guess(rules: SchedulerRules, run: Callable[[int], RunResult]) -> int:
+def _per_group(classes: list[GroupRule], values: tuple) -> tuple:  # type: ignore[type-arg]
+    """Per-class values → one per KV cache group (a merged class repeats for each member)."""
+    out: dict[int, object] = {}
+    for g, v in zip(classes, values, strict=True):
+        for gid in g.members or (g.group_id,):
+            out[gid] = v
+    return tuple(out[i] for i in sorted(out))
+
+
+def first_guess(rules: SchedulerRules, groups: list[GroupRule],
+                run: Callable[[int], RunResult]) -> int:
     """Where the search starts: the requests whose end-of-request blocks fill the pool (one
     request simulated alone); vLLM's full-attention answer is usually this or next to it."""
     one = run(1)
     if one.preempted:
         return 0
-    per_request = sum(one.blocks_at_end or ()) or 1
+    per_request = sum(b * g.count for b, g in zip(one.blocks_at_end or (), groups,
+                                                   strict=False)) or 1
     return max(1, min(rules.max_num_seqs, (rules.num_blocks - 1) // per_request))
 
 
@@ -1117,11 +1246,11 @@ def largest_clean(clean: Callable[[int], bool], upper: int, guess: int) -> int:
         return 0
     if clean(guess):
         lo, step = guess, 1
-        while lo < upper:  # gallop up until a preempting n
+        while lo < upper:  # gallop up (1, 1, 2, 4, ...) until a failing n
             hi = min(upper, lo + step)
             if not clean(hi):
                 break
-            lo, step = hi, step * 2
+            lo, step = hi, 1 if hi == guess + 1 else step * 2
         else:
             return upper
     else:

@@ -56,9 +56,11 @@ def test_workload_equals_vllm_scheduler(expected: Path) -> None:
         assert [b.blocks for b in w.blocks_per_request_at_end] == clean["blocks_at_end"]
     if out["max_concurrent_without_preemption"] == out["max_num_seqs"]:
         assert w.concurrency_capped_by == "max_num_seqs"
-    else:
+    else:  # N+1 requests: vLLM preempts, or keeps one waiting until another completes
         assert w.concurrency_capped_by == "kv_cache"
-        assert out["first_preempting_run"]["preempted"]
+        nxt = out["first_preempting_run"]
+        assert w.next_request_preempts == nxt["preempted"]
+        assert nxt["preempted"] or nxt["peak_running"] < nxt["n"]
     assert w.admission_preempts == out["admission"]["preempted"]
 
 
@@ -206,6 +208,66 @@ def test_lazy_steps_equal_every_step(make, version: str) -> None:  # type: ignor
                 a = W.simulate(rules, groups, wl, n, stop_at_first_finish=first)
                 b = W.simulate(rules, groups, wl, n, stop_at_first_finish=first, lazy=False)
                 assert a == b
+
+
+def _spec_rules(num_blocks: int, *, method: str, version: str, async_: bool, mode: str = "align",
+                chunk_budget: int = 2048, seqs: int = 64
+                ) -> tuple[W.SchedulerRules, list[W.GroupRule]]:
+    k = 3
+    full = FullAttentionSpec(block_size=32, num_kv_heads=4, head_size=64, dtype="bfloat16")
+    draft = SlidingWindowSpec(block_size=32, num_kv_heads=4, head_size=64, dtype="bfloat16",
+                              sliding_window=256, is_draft=True)
+    mamba = MambaSpec(block_size=32 if mode == "align" else 32768, shapes=((8, 64),),
+                      dtypes=("float32",), mamba_cache_mode=mode, num_speculative_blocks=k,
+                      num_prefill_checkpoint_blocks=1 if mode == "align" else 0,
+                      prefill_checkpoint_alignment=16)
+    return W.build_rules(groups=[mamba, full, draft], num_blocks=num_blocks, max_model_len=32768,
+                         max_num_batched_tokens=chunk_budget, max_num_seqs=seqs,
+                         batch_queue_size=2 if async_ else 1, async_scheduling=async_,
+                         enable_chunked_prefill=True, enable_prefix_caching=mode == "align",
+                         num_speculative_tokens=k, speculative_method=method,
+                         num_prefill_lookahead_tokens=1 if method != "ngram" else 0,
+                         max_in_flight_tokens=(2 if async_ else 1) * chunk_budget,
+                         profile=get_profile(version))
+
+
+@pytest.mark.parametrize("version", ["0.31.0", "0.34.0"])
+@pytest.mark.parametrize("async_", [True, False])
+@pytest.mark.parametrize(("method", "mode"), [("eagle", "align"), ("dflash", "align"),
+                                               ("ngram", "none"), ("mtp", "none")])
+def test_hold_bounds_and_lazy_steps_with_speculation(version: str, async_: bool, method: str,
+                                                     mode: str) -> None:
+    """Speculative decoding over a Mamba + full + sliding-window draft model: the bound each
+    request's blocks must stay under (what lets a clean run stop early) holds at every step, and
+    the lazy simulation equals the every-step one."""
+    for blocks, wl in ((600, W.Workload.of(1500, 400)),
+                       (900, W.Workload(((3000, 200), (500, 900), (64, 1200))))):
+        rules, groups = _spec_rules(blocks, method=method, version=version, async_=async_,
+                                    mode=mode)
+        for n in (2, 7, 15):
+            a = W.simulate(rules, groups, wl, n, lazy=False, check_bounds=True)
+            assert a == W.simulate(rules, groups, wl, n)
+
+
+@pytest.mark.parametrize("make", [_full_rules, _hybrid_rules], ids=["full", "hybrid"])
+def test_hold_bounds_hold(make) -> None:  # type: ignore[no-untyped-def]
+    for blocks, wl in ((700, W.Workload.of(2500, 700)), (2000, W.Workload.of(300, 2000))):
+        rules, groups = make(blocks)
+        for n in (1, 5, 30):
+            W.simulate(rules, groups, wl, n, lazy=False, check_bounds=True)
+
+
+def test_early_stops_agree_with_full_runs() -> None:
+    """until_clean's two early answers are the answers of the full runs."""
+    for make in (_full_rules, _hybrid_rules):
+        for blocks in (500, 1500, 5000):
+            rules, groups = make(blocks)
+            wl = W.Workload.of(2500, 600)
+            for n in (2, 6, 12, 25, 40):
+                early = W.simulate(rules, groups, wl, n, until_clean=True)
+                full = W.simulate(rules, groups, wl, n)
+                clean = not full.preempted and full.peak_running == n
+                assert (not early.preempted and early.peak_running == n) == clean
 
 
 def test_a_request_longer_than_max_model_len_is_refused() -> None:
