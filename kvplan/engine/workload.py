@@ -979,13 +979,15 @@ def _idx(q: _Req) -> int:
 
 def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_requests: int,
              *, stop_at_first_finish: bool = False, lazy: bool = True, until_clean: bool = False,
-             check_bounds: bool = False, max_steps: int = 50_000_000) -> RunResult:
+             until_peak: bool = False, check_bounds: bool = False,
+             max_steps: int = 50_000_000) -> RunResult:
     """N requests submitted together, run until all finish, the first preemption, or (with
     `stop_at_first_finish`) the first completion. `lazy=False` steps every request every step
     (the same result, slower; the tests compare the two). `until_clean` stops as soon as the
     answer to "do all N run at once without a preemption" is known: a completion while some
     still wait (no), or all admitted with the running requests' hold bounds within the pool
-    (yes: no allocation can fail any more)."""
+    (yes: no allocation can fail any more). `until_peak` (with `stop_at_first_finish`) stops
+    as soon as the peak cannot change before the first completion."""
     e = _Engine(rules, groups, w)
     e.lazy_ok = lazy and rules.batch_queue_size <= 2
     num_groups = len(groups)
@@ -1019,7 +1021,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
             return RunResult(num_requests, False, None, None, peak, steps, finished,
                              blocks_at_end, None, early_stop="queued" if e.waiting else
                              "within_bounds")
-        if ((until_clean or stop_at_first_finish) and not finished and e.waiting
+        if ((until_clean or until_peak) and not finished and e.waiting
                 and e.blocked_at is not None and not e.exact and steps >= next_check
                 and e.bound_total <= usable):
             # no allocation can fail and nobody more gets in before the first completion
@@ -1203,7 +1205,8 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
     else:  # a mix: the largest request's blocks, in the clean run of all of them
         at_end = simulate(rules, groups, w, lo).blocks_at_end or tuple(0 for _ in groups)
     failing = run(lo + 1) if lo < rules.max_num_seqs else None
-    peak_run = simulate(rules, groups, w, rules.max_num_seqs + 1, stop_at_first_finish=True)
+    peak_run = simulate(rules, groups, w, rules.max_num_seqs + 1, stop_at_first_finish=True,
+                        until_peak=True)
     admission_cap = "max_num_seqs" if peak_run.peak_running >= rules.max_num_seqs else "kv_cache"
     pool = failing.blocks_by_group_at_preemption if failing else None
     return WorkloadEstimate(
