@@ -100,6 +100,9 @@ class VllmProfile(BaseModel):
     dflash_adds_draft_slots: bool = False
     # VllmConfig.num_hash_lookahead_tokens: EAGLE lookahead block hashes replace the block drop
     lookahead_block_hashes: bool = True
+    # SpeculativeConfig.use_eagle_block_drop: DFlash drops the trailing prefix-cache block as
+    # EAGLE does (0.31, 0.32; from 0.33 needs_eagle_block_drop leaves DFlash/DSpark out)
+    dflash_eagle_block_drop: bool = False
     # get_mamba_prefill_checkpoint_position: proof limit num_tokens − max(1, hash lookahead)
     # (without the EAGLE drop: num_tokens); before, (num_tokens − 1)
     mamba_checkpoint_proof_limit: bool = True
@@ -140,7 +143,7 @@ PROFILES: dict[str, VllmProfile] = {
                     nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
                     waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
                     dflash_adds_draft_slots=True, lookahead_block_hashes=False,
-                    mamba_checkpoint_proof_limit=False, mamba_split_checkpoint_position=False,
+                    dflash_eagle_block_drop=True, mamba_checkpoint_proof_limit=False, mamba_split_checkpoint_position=False,
                     mamba_checkpoint_unit_alignment=False,
                     mamba_checkpoint_keeps_spec_blocks=True),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
@@ -154,7 +157,10 @@ PROFILES: dict[str, VllmProfile] = {
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
                     pool_probe_needs_layer_views=False, block_table_token_alignment=False,
                     glm5_next_sm100_fp8_kv=False,
-                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
+                    waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
+                    dflash_adds_draft_slots=True, lookahead_block_hashes=False,
+                    dflash_eagle_block_drop=True),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

@@ -1012,7 +1012,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
             e.sync_drafts(batch)
 
     usable = rules.num_blocks - 1
-    next_check = 0
+    next_check = idle = 0
     while (e.running or e.waiting or finished_pending or queue) and steps < max_steps:
         if stop_at_first_finish and finished:
             break
@@ -1046,6 +1046,17 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
                 return RunResult(num_requests, True, steps, None, peak, steps, finished,
                                  blocks_at_end, tuple(pool))
             peak = max(peak, len(e.running))
+            if not batch and not any(queue) and len(e.exact) == len(e.running):
+                idle += 1  # nothing scheduled, nothing in flight, nobody decoding lazily
+                if idle > 2:
+                    raise UnsupportedError(
+                        f"vLLM's scheduler makes no progress with workload {w.label}: a "
+                        f"request of {e.waiting[0].prompt if e.waiting else '?'} prompt tokens "
+                        "never fits one step (chunked prefill off, prompt over "
+                        "max_num_batched_tokens)", hint="shorten the prompts, raise "
+                        "--max-num-batched-tokens or turn chunked prefill on")
+            else:
+                idle = 0
             if check_bounds:  # tests: hold_bound really bounds every request's blocks
                 for q in e.running:
                     held = sum(e._held(gi, q) * g.count for gi, g in enumerate(groups))
@@ -1104,7 +1115,9 @@ def spec_decode_settings(method: str | None, k: int, num_prefill_lookahead: int,
         lookahead, slots = 0, 0
     else:
         lookahead, slots = k, 0
-    drop = method in ("eagle", "eagle3", "mtp")  # SpeculativeConfig.needs_eagle_block_drop
+    # SpeculativeConfig.use_eagle_block_drop (needs_eagle_block_drop from 0.33)
+    drop = method in ("eagle", "eagle3", "mtp") or (method == "dflash"
+                                                    and profile.dflash_eagle_block_drop)
     hash_lookahead = 0
     if drop and profile.lookahead_block_hashes and enable_prefix_caching:
         hash_lookahead = num_prefill_lookahead
