@@ -71,7 +71,7 @@ class CheckOptions(TypedDict, total=False):
     async_scheduling: bool | None  # --async-scheduling/--no-async-scheduling (None: vLLM's)
     enable_chunked_prefill: bool | None  # None: vLLM's default for the model
     # --workload: "8k:1k" (vLLM's notation), a list of them, or a file of (prompt, output) pairs
-    workload: str | Path | list[str | Path] | None
+    workload: str | Path | Sequence[str | Path] | None
 
 
 class SpecsOptions(TypedDict, total=False):
@@ -85,7 +85,7 @@ class SpecsOptions(TypedDict, total=False):
     max_model_len: int | str | None
     max_num_batched_tokens: int | None
     explain: bool
-    workload: str | Path | list[str | Path] | None  # default: the file's `workload`, if any
+    workload: str | Path | Sequence[str | Path] | None  # default: the file's `workload`
 
 
 class SweepOptions(TypedDict, total=False):

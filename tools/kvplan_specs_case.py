@@ -85,11 +85,11 @@ def kvplan_version() -> str:
 
 def evaluation(model: str, draft: str | None, opts: dict[str, Any]) -> Any:
     """kvplan.check's path, returning the whole Evaluation (planner input, build, plan)."""
+    from dataclasses import replace
+
     import kvplan.api as api
     from kvplan.pipeline.deploy import Request, evaluate
     from kvplan.units import parse_kv_cache_memory_bytes
-
-    from dataclasses import replace
 
     sched = {k: opts.pop(k) for k in ("async_scheduling", "enable_chunked_prefill") if k in opts}
     o = api._options(opts, api.CheckOptions, "check")

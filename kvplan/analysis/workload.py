@@ -47,8 +47,9 @@ class WorkloadResult(_Frozen):
     kv_pool_at_first_preemption: list[WorkloadGroupBlocks] | None = Field(
         description="per group, the blocks all running requests hold when N+1 requests first "
                     "preempt (the pool is shared: the largest share caps)")
-    capping_group_id: int | None = Field(
-        description="the group holding the most of the pool at that preemption")
+    capping_kind: str | None = Field(
+        description="the kind of group (summed over its groups) holding the most of the pool "
+                    "when N+1 requests run out of blocks")
     usable_blocks: int = Field(description="num_blocks − the null block")
     max_num_seqs: int
     vllm_formula_concurrency: float | None = Field(
@@ -91,6 +92,13 @@ def workload_result(est: WorkloadEstimate, rules: SchedulerRules, result: Engine
         admission_capped_by=est.admission_capped_by, admission_preempts=est.admission_preempts,
         blocks_per_request_at_end=rows(est.blocks_per_request_at_end),
         kv_pool_at_first_preemption=rows(pool) if pool is not None else None,
-        capping_group_id=max(range(len(pool)), key=pool.__getitem__) if pool else None,
+        capping_kind=_largest_kind(labels, pool) if pool else None,
         usable_blocks=est.num_usable_blocks, max_num_seqs=rules.max_num_seqs,
         vllm_formula_concurrency=vllm_formula_at(result, max(p + d for p, d in w.pairs)))
+
+
+def _largest_kind(labels: tuple[str, ...], pool: tuple[int, ...]) -> str:
+    by_kind: dict[str, int] = {}
+    for label, blocks in zip(labels, pool, strict=True):
+        by_kind[label] = by_kind.get(label, 0) + blocks
+    return max(by_kind, key=by_kind.__getitem__)

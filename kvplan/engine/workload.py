@@ -26,9 +26,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from heapq import heappop, heappush
 from math import gcd, lcm
 
 from kvplan.engine.planner import EngineResult, PlannerInput
@@ -346,7 +346,7 @@ class _Engine:
         self.bound_total = 0  # Σ hold_bound over the running requests
         # bounds that depend on the position (Mamba 'align' boundaries ahead) shrink as it goes
         self.tighten = any(g.mamba_align for g in groups)
-        self.lazy_n: int | None = None  # the steady decode step of every lazy request
+        self.lazy_n = 0  # the steady decode step of every lazy request (0: none went lazy yet)
         self.lazy_spec = 0
         self.need_split = any(g.mamba_align for g in groups)
         # MambaManager.drop_eagle_checkpoint_block (the coordinator's use_eagle)
@@ -841,7 +841,7 @@ class _Engine:
 
     def _make_lazy(self, q: _Req, t: int, n: int, spec: int) -> None:
         """After step t: q, decoding steadily, advances implicitly until its next event."""
-        if self.lazy_n is None:
+        if not self.lazy_n:
             self.lazy_n, self.lazy_spec = n, spec
         elif (n, spec) != (self.lazy_n, self.lazy_spec):
             return
@@ -885,7 +885,7 @@ class _Engine:
             count = b - a
             if not count or stop:
                 return
-            need = self.lazy_n or 0
+            need = self.lazy_n
             if budget >= count * need and inputs >= count * (need + slots):
                 budget -= count * need
                 inputs -= count * (need + slots)

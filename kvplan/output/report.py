@@ -90,14 +90,14 @@ def render_workload(plan: Plan, console: Console) -> None:
     """--workload: how many such requests vLLM's scheduler runs at once."""
     if not plan.workload:
         return
-    table = Table(title=f"Workload: requests submitted together, run by vLLM "
-                        f"{plan.vllm_version}'s scheduler (one token per step)",
+    table = Table(title=f"Workload: vLLM {plan.vllm_version}'s scheduler, requests submitted "
+                        "together",
                   title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD, padding=(0, 1),
                   collapse_padding=True)
-    for name, justify in (("workload", "left"), ("runs clean", "right"), ("limit", "left"),
+    for name, justify in (("workload", "left"), ("clean", "right"), ("limit", "left"),
                           ("admits", "right"), ("limit", "left"),
-                          ("one request at its end (blocks)", "left"),
-                          ("vLLM formula", "right")):
+                          ("blocks of one request at its end", "left"),
+                          ("formula", "right")):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for w in plan.workload:
         formula = w.vllm_formula_concurrency
@@ -107,21 +107,22 @@ def render_workload(plan: Plan, console: Console) -> None:
                       escape(_group_blocks(w.blocks_per_request_at_end)),
                       f"{formula:.2f}" if formula is not None else "-")
     console.print(table)
-    console.print(f"[dim]runs clean = the most requests submitted together that finish with no "
-                  f"preemption; admits = the most running at once while more wait (vLLM admits "
-                  f"on the prompt), before its first preemption or completion; vLLM formula = "
-                  f"the boot log's 'Maximum concurrency' at P+D tokens "
-                  f"(at max_model_len: {plan.max_concurrency or 0:.2f}); "
+    console.print(f"[dim]clean = the most requests submitted together that all run at once "
+                  f"and finish with no preemption; admits = the most running at once while more "
+                  f"wait (vLLM admits on the prompt), up to its first preemption or completion; "
+                  f"formula = the boot log's 'Maximum concurrency' at P+D tokens (at "
+                  f"max_model_len: {plan.max_concurrency or 0:.2f}); "
                   f"{plan.workload[0].usable_blocks:,} usable blocks, max_num_seqs "
                   f"{plan.workload[0].max_num_seqs:,}[/]")
     for w in plan.workload:
         pool = w.kv_pool_at_first_preemption
-        if pool and w.capping_group_id is not None and len(pool) > 1:
-            top = pool[w.capping_group_id]
-            console.print(f"[dim]{escape(w.label)}: with "
-                          f"{w.max_concurrent_without_preemption + 1} requests the pool runs out; "
-                          f"then {escape(_group_blocks(pool))} blocks are held ({escape(top.kind)} "
-                          f"the most)[/]")
+        if pool and w.capping_kind is not None and len(pool) > 1:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" makes vLLM preempt; the pool then holds "
+                          f"{escape(_group_blocks(pool))} ({escape(w.capping_kind)} the most)[/]")
+        elif w.next_request_preempts is False:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" waits for blocks until a request completes[/]")
 
 
 def _render_main(plan: Plan, console: Console) -> None:

@@ -96,7 +96,7 @@ def _json_count(value: object, what: str) -> int:
 
 
 def _text_pairs(body: str, name: str) -> list[tuple[int, int]]:
-    out = []
+    out: list[tuple[int, int]] = []
     for lineno, raw in enumerate(body.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:

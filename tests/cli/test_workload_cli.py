@@ -58,7 +58,7 @@ def test_check_table_section() -> None:
     res = runner.invoke(app, ["check", *LLAMA, "--workload", "8192:1024"], env=ENV)
     assert res.exit_code == 0
     out = res.stdout
-    assert "Workload: requests submitted together" in out
+    assert "scheduler, requests submitted together" in out
     row = next(line for line in out.splitlines() if line.strip().startswith("8192:1024"))
     assert row.split()[1:3] == ["14", "KV"] and "full 144" in row
     assert "max_model_len: 4.00" in " ".join(out.split())
