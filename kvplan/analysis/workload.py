@@ -31,7 +31,7 @@ class WorkloadResult(_Frozen):
     max_concurrent_without_preemption: int = Field(
         description="the largest N such that N such requests submitted together all run at "
                     "once in vLLM's scheduler (every one admitted before the first completes) "
-                    "and complete with no preemption")
+                    "and complete with no preemption (per engine: one data-parallel replica)")
     concurrency_capped_by: str = Field(description="kv_cache or max_num_seqs")
     next_request_preempts: bool | None = Field(
         description="with N+1 requests vLLM preempts (true) or keeps one waiting for blocks "
@@ -42,6 +42,8 @@ class WorkloadResult(_Frozen):
     admission_capped_by: str = Field(description="kv_cache or max_num_seqs")
     admission_preempts: bool = Field(
         description="with requests waiting, vLLM preempts before the first request completes")
+    admission_capping_kind: str | None = Field(
+        description="then, the kind of group holding the most of the pool")
     blocks_per_request_at_end: list[WorkloadGroupBlocks] = Field(
         description="per KV cache group, the blocks one request holds when it finishes")
     kv_pool_at_first_preemption: list[WorkloadGroupBlocks] | None = Field(
@@ -90,6 +92,8 @@ def workload_result(est: WorkloadEstimate, rules: SchedulerRules, result: Engine
         concurrency_capped_by=est.concurrency_capped_by,
         next_request_preempts=est.next_request_preempts, admission_peak=est.admission_peak,
         admission_capped_by=est.admission_capped_by, admission_preempts=est.admission_preempts,
+        admission_capping_kind=_largest_kind(labels, est.admission_pool_at_preemption)
+        if est.admission_pool_at_preemption else None,
         blocks_per_request_at_end=rows(est.blocks_per_request_at_end),
         kv_pool_at_first_preemption=rows(pool) if pool is not None else None,
         capping_kind=_largest_kind(labels, pool) if pool else None,

@@ -14,9 +14,20 @@ Why a step simulation and not a closed form: vLLM admits a request on its prompt
 decode blocks one step at a time, frees sliding-window blocks behind the window on the
 processed-token basis (one async step behind), moves Mamba "align" states block by block, and
 preempts as soon as one allocation in a step fails; staggered prefills make the requests reach
-each block boundary at different steps. The first preemption therefore depends on the order of
-allocations inside a step. The simulation keeps O(running requests × groups) integer work per
-step, with a fast path for steps where every running request is decoding.
+each block boundary at different steps, so the first preemption depends on the order of the
+allocations inside a step. For full attention with long answers the answer is vLLM's
+concurrency formula at P+D; with short answers, windows or Mamba states it is not.
+
+What keeps it fast (a check stays well under 100 ms extra; tests/engine/test_workload.py
+compares each shortcut with the plain every-step run):
+- identical groups are one class, simulated once and counted `count` times;
+- a request decoding steadily goes *lazy*: it advances implicitly and is stepped only at its
+  next block event (an allocation, a window free, a Mamba state move, its last steps), and
+  stretches where every request is lazy are skipped whole;
+- a run asked only "do all N run at once without preempting?" stops as soon as the answer is
+  known: all admitted and the running requests' hold bounds fit the pool, or a completion
+  while one still waits (or no waiting one can get in before a completion);
+- the search for N starts at the pool over one request's end-of-life blocks and gallops.
 
 Release differences are fields of `VllmProfile` (profiles.py), read here.
 """
@@ -290,7 +301,6 @@ class RunResult:
     num_requests: int
     preempted: bool
     first_preemption_step: int | None
-    running_at_first_preemption: int | None
     peak_running: int
     steps: int
     finished: int
@@ -1018,7 +1028,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
             break
         if until_clean and steps and (e.waiting and finished or
                                       not e.waiting and e.bound_total <= usable):
-            return RunResult(num_requests, False, None, None, peak, steps, finished,
+            return RunResult(num_requests, False, None, peak, steps, finished,
                              blocks_at_end, None, early_stop="queued" if e.waiting else
                              "within_bounds")
         if ((until_clean or until_peak) and not finished and e.waiting
@@ -1027,7 +1037,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
             # no allocation can fail and nobody more gets in before the first completion
             next_check = steps + 16
             if e.admission_blocked_until_a_finish():
-                return RunResult(num_requests, False, None, None, peak, steps, finished,
+                return RunResult(num_requests, False, None, peak, steps, finished,
                                  blocks_at_end, None, early_stop="queued")
         if e.running or e.waiting or finished_pending:
             nxt = e.quiet_until(steps, finished_pending)
@@ -1043,7 +1053,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
                 for q in e.running:
                     for gi in range(num_groups):
                         pool[gi] += e._held(gi, q)
-                return RunResult(num_requests, True, steps, None, peak, steps, finished,
+                return RunResult(num_requests, True, steps, peak, steps, finished,
                                  blocks_at_end, tuple(pool))
             peak = max(peak, len(e.running))
             if not batch and not any(queue) and len(e.exact) == len(e.running):
@@ -1077,7 +1087,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
         if not queue:
             break
         done(queue.pop())
-    return RunResult(num_requests, False, None, None, peak, steps, finished, blocks_at_end, None)
+    return RunResult(num_requests, False, None, peak, steps, finished, blocks_at_end, None)
 
 
 # ---- from a plan to the answers --------------------------------------------------------------
@@ -1139,6 +1149,7 @@ class WorkloadEstimate:
     admission_preempts: bool
     blocks_per_request_at_end: tuple[int, ...]  # per group, one request at its last step
     pool_blocks_at_preemption: tuple[int, ...] | None  # per group, N+1 requests' first preemption
+    admission_pool_at_preemption: tuple[int, ...] | None  # per group, the admission run's
     group_labels: tuple[str, ...]
     num_usable_blocks: int
 
@@ -1230,6 +1241,8 @@ def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> Wor
         admission_preempts=peak_run.preempted,
         blocks_per_request_at_end=_per_group(groups, at_end),
         pool_blocks_at_preemption=_per_group(groups, pool) if pool is not None else None,
+        admission_pool_at_preemption=_per_group(groups, peak_run.blocks_by_group_at_preemption)
+        if peak_run.blocks_by_group_at_preemption is not None else None,
         group_labels=_per_group(groups, tuple(g.label for g in groups)),
         num_usable_blocks=rules.num_blocks - 1)
 

@@ -86,6 +86,13 @@ def _group_blocks(rows: list[Any]) -> str:
     return " · ".join(f"{k} {b:,}" + (f" ×{n}" if n > 1 else "") for k, b, n in merged)
 
 
+def _limit(capped_by: str, kind: str | None) -> str:
+    """'KV (full)': the pool, and the kind of group that held the most of it."""
+    if capped_by == "kv_cache" and kind:
+        return f"KV ({kind})"
+    return _CAP.get(capped_by, capped_by)
+
+
 def render_workload(plan: Plan, console: Console) -> None:
     """--workload: how many such requests vLLM's scheduler runs at once."""
     if not plan.workload:
@@ -102,8 +109,9 @@ def render_workload(plan: Plan, console: Console) -> None:
     for w in plan.workload:
         formula = w.vllm_formula_concurrency
         table.add_row(escape(w.label), _b(w.max_concurrent_without_preemption),
-                      _CAP.get(w.concurrency_capped_by, w.concurrency_capped_by),
-                      _b(w.admission_peak), _CAP.get(w.admission_capped_by, w.admission_capped_by),
+                      escape(_limit(w.concurrency_capped_by, w.capping_kind)),
+                      _b(w.admission_peak),
+                      escape(_limit(w.admission_capped_by, w.admission_capping_kind)),
                       escape(_group_blocks(w.blocks_per_request_at_end)),
                       f"{formula:.2f}" if formula is not None else "-")
     console.print(table)
@@ -119,7 +127,7 @@ def render_workload(plan: Plan, console: Console) -> None:
         if pool and w.capping_kind is not None and len(pool) > 1:
             console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
                           f" makes vLLM preempt; the pool then holds "
-                          f"{escape(_group_blocks(pool))} ({escape(w.capping_kind)} the most)[/]")
+                          f"{escape(_group_blocks(pool))} blocks[/]")
         elif w.next_request_preempts is False:
             console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
                           f" waits for blocks until a request completes[/]")
@@ -356,8 +364,8 @@ def _markdown_workload(plan: Plan) -> list[str]:
     for w in plan.workload:
         f = w.vllm_formula_concurrency
         lines.append(f"| {w.label} | {w.max_concurrent_without_preemption:,} | "
-                     f"{_CAP.get(w.concurrency_capped_by)} | {w.admission_peak:,} | "
-                     f"{_CAP.get(w.admission_capped_by)} | "
+                     f"{_limit(w.concurrency_capped_by, w.capping_kind)} | {w.admission_peak:,} | "
+                     f"{_limit(w.admission_capped_by, w.admission_capping_kind)} | "
                      f"{_group_blocks(w.blocks_per_request_at_end)} | "
                      f"{'-' if f is None else f'{f:.2f}'} |")
     return lines

@@ -531,6 +531,8 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
     usd_gpu = shape.usd_per_gpu_hour
     serve, check = command_lines(req, gpu=shape.gpu.name, dp=dp, speculative=shape.speculative,
                                  method=method)
+    if workload is not None:  # the check line answers the same question
+        check += f" --workload {shlex.quote(workload.label)}"
     return FitCandidate(
         gpu=shape.gpu.name, num_gpus=dp * per_dp_gpus, tensor_parallel_size=shape.tp,
         pipeline_parallel_size=shape.pp, data_parallel_size=dp, kv_cache_dtype=shape.kv_dtype,

@@ -60,14 +60,15 @@ def test_check_table_section() -> None:
     out = res.stdout
     assert "scheduler, requests submitted together" in out
     row = next(line for line in out.splitlines() if line.strip().startswith("8192:1024"))
-    assert row.split()[1:3] == ["14", "KV"] and "full 144" in row
+    assert row.split()[1:4] == ["14", "KV", "(full)"] and "full 144" in row
     assert "max_model_len: 4.00" in " ".join(out.split())
 
 
 def test_markdown_section() -> None:
     res = runner.invoke(app, ["check", *LLAMA, "--workload", "8192:1024", "--format",
                               "markdown"], env=ENV)
-    assert "**Workload**" in res.stdout and "| 8192:1024 | 14 | KV cache | 15 |" in res.stdout
+    assert "**Workload**" in res.stdout
+    assert "| 8192:1024 | 14 | KV (full) | 15 | KV (full) |" in res.stdout
 
 
 def test_specs_file_workload_and_flag() -> None:
@@ -158,10 +159,11 @@ def test_fit_ranks_by_the_workload() -> None:
     assert out["target"]["workload"] == "8k:1k"
     best = out["candidates"][0]
     assert best["workload_concurrency"] >= 20
-    # the check line of the winner, with the workload, says the same
-    check = json.loads(runner.invoke(app, [
-        "check", str(CONFIGS / "meta-llama--Llama-3.1-8B"), "--gpu", best["gpu"],
-        "--max-model-len", "32768", "--tensor-parallel-size",
-        str(best["tensor_parallel_size"]), "--workload", "8k:1k", "--json"], env=ENV).stdout)
+    # the check line of the winner says the same
+    import shlex
+
+    args = shlex.split(best["kvplan_check"])
+    assert args[:2] == ["kvplan", "check"] and args[-2:] == ["--workload", "8k:1k"]
+    check = json.loads(runner.invoke(app, [*args[1:], "--json"], env=ENV).stdout)
     n = check["workload"][0]["max_concurrent_without_preemption"]
     assert best["workload_concurrency"] == n * best["data_parallel_size"]
