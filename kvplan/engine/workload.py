@@ -1207,6 +1207,11 @@ def _prefill_ckpt_blocks(spec: KVCacheSpec) -> int:
 def estimate(rules: SchedulerRules, groups: list[GroupRule], w: Workload) -> WorkloadEstimate:
     """The largest N that runs clean, the admission peak, and what caps each."""
     for p, d in w.pairs:
+        if not rules.enable_chunked_prefill and p > rules.max_num_batched_tokens:
+            raise InputError(f"workload {w.label}: without chunked prefill a {p:,}-token prompt "
+                             f"never fits one step of max_num_batched_tokens "
+                             f"{rules.max_num_batched_tokens:,} (vLLM rejects it)",
+                             hint="raise --max-num-batched-tokens or turn chunked prefill on")
         if p + d > rules.max_model_len:
             raise InputError(f"workload {w.label}: a request of {p:,}+{d:,} tokens needs more "
                              f"than max_model_len {rules.max_model_len:,} (vLLM rejects it)",

@@ -692,13 +692,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if not chunked and dep.max_num_batched_tokens is None:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
         mnbt = max(max_model_len, mnbt)
-    elif not chunked and mnbt < max_model_len:  # vLLM: SchedulerConfig.verify_max_model_len
-        raise StartupError(
-            f"vLLM would raise ValueError: max_num_batched_tokens ({mnbt}) is smaller than "
-            f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
-            "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
-            "increase max_num_batched_tokens or decrease max_model_len.",
-            hint=f"use --max-num-batched-tokens {max_model_len} or more, or chunked prefill")
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)

@@ -104,10 +104,9 @@ def test_async_and_chunked_prefill_flags_reach_the_plan() -> None:
     sync = json.loads(runner.invoke(app, ["check", *LLAMA, "--no-async-scheduling", "--json"],
                                     env=ENV).stdout)
     assert sync["max_in_flight_tokens"] == 8192  # one batch in flight
-    # vLLM refuses chunked prefill off with max_num_batched_tokens < max_model_len (exit 1)
     res = runner.invoke(app, ["check", *LLAMA, "--no-enable-chunked-prefill", "--workload",
                               "16k:1k", "--json"], env=ENV)
-    assert res.exit_code == 1 and "is smaller than max_model_len (32768)" in res.stderr
+    assert res.exit_code == 2 and "without chunked prefill a 16,000-token prompt" in res.stderr
     whole = ["check", LLAMA[0], "--kv-cache-memory", "16GiB", "--max-model-len", "16384",
              "--max-num-batched-tokens", "16384", "--json"]
     chunked = json.loads(runner.invoke(app, [*whole, "--workload", "4k:8k"], env=ENV).stdout)
@@ -123,8 +122,10 @@ def test_a_prompt_that_never_fits_a_step_is_an_error() -> None:
 
     rules, groups = _full_rules(9000, mnbt=4096)
     rules = W.replace(rules, enable_chunked_prefill=False)
-    with pytest.raises(W.UnsupportedError, match="no progress"):
+    with pytest.raises(InputError, match="never fits one step"):
         W.estimate(rules, groups, W.Workload.of(6000, 100))
+    with pytest.raises(W.UnsupportedError, match="no progress"):
+        W.simulate(rules, groups, W.Workload.of(6000, 100), 3)
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -167,3 +168,40 @@ def test_fit_ranks_by_the_workload() -> None:
     check = json.loads(runner.invoke(app, [*args[1:], "--json"], env=ENV).stdout)
     n = check["workload"][0]["max_concurrent_without_preemption"]
     assert best["workload_concurrency"] == n * best["data_parallel_size"]
+
+
+def _golden_commands() -> list[tuple[str, str, list[str]]]:
+    """(name, release, kvplan check arguments) of every named-model workload golden."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "make_workload_goldens.py"
+    spec = importlib.util.spec_from_file_location("make_workload_goldens", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = []
+    for name, (args, workload, extra, _) in mod.CASES.items():
+        for ver in mod.RELEASES:
+            flags = [*args, "--vllm", ver, "--workload", workload]
+            if extra.get("async_scheduling") is False:
+                flags.append("--no-async-scheduling")
+            if extra.get("enable_chunked_prefill") is False:
+                flags.append("--no-enable-chunked-prefill")
+            out.append((name, ver, flags))
+    return out
+
+
+@pytest.mark.parametrize(("name", "version", "flags"), _golden_commands(),
+                         ids=[f"{n}-{v}" for n, v, _ in _golden_commands()])
+def test_named_models_equal_vllm_scheduler(name: str, version: str, flags: list[str]) -> None:
+    """`kvplan check MODEL … --workload` from the config (not the case file) gives vLLM's
+    scheduler's answers for that deployment."""
+    res = runner.invoke(app, ["check", *[f.replace("tests/data/hf-configs", str(CONFIGS))
+                                         for f in flags], "--json"], env=ENV)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    exp = _expected(f"{name}-{version}")
+    assert out["num_blocks"] == exp["num_blocks"]
+    (w,) = out["workload"]
+    assert (w["max_concurrent_without_preemption"], w["admission_peak"]) == (
+        exp["max_concurrent_without_preemption"], exp["admission_peak"])
