@@ -591,12 +591,17 @@ class _Engine:
         """A lower bound on the blocks q holds in class gi until it finishes."""
         g = self.g[gi]
         held = self._held(gi, q)
-        if g.kind is ManagerKind.SLIDING_WINDOW:  # the window's blocks stay
-            return min(held, (g.window - 1) // g.block_size)
+        if g.kind is ManagerKind.SLIDING_WINDOW:
+            # after any allocation it holds cdiv(c + n + la) − floor((c − f − w + 1 − e) / bs)
+            # ≥ cdiv(n + la + f + w − 1 + e, bs) blocks, with n ≥ 1 and f ≥ 0 (f ≥ 1 with
+            # async scheduling: the step before is in flight)
+            window = (self.r.num_lookahead_tokens + g.window + g.extra_retained_tokens
+                      + int(self.r.async_scheduling))
+            return min(held, cdiv(window, g.block_size))
         if g.kind is ManagerKind.CHUNKED_LOCAL:
             return 0
-        if g.kind is ManagerKind.MAMBA and g.mamba_align:
-            return min(held, 1)
+        if g.kind is ManagerKind.MAMBA and g.mamba_align:  # the state and the speculative ones
+            return min(held, 1 + g.num_speculative_blocks)
         return held  # full attention only grows; 'none' states and rings stay
 
     def admission_blocked_until_a_finish(self) -> bool:
@@ -849,6 +854,94 @@ class _Engine:
         # step t+d starts with computed c + d - 1: the first d with that ≥ threshold
         return t + max(1, min(thresholds) - c + 1)
 
+    def _end_step(self, q: _Req, t: int) -> int:
+        """The first step after t near q's end (its last outputs, the max_model_len cap)."""
+        n, la, L = self.lazy_n, self.r.num_lookahead_tokens, self.r.max_model_len
+        x = min(L - 4 - n - la, q.prompt + q.max_tokens + q.placeholders - 4,
+                q.computed + q.max_tokens - 4 - q.outputs)
+        return t + max(1, x - q.computed + 1)
+
+    def horizon(self, t: int) -> int:
+        """K such that in steps t+1 … t+K no allocation can fail, nobody finishes or nears the
+        end, and no waiting request gets in: every request only decodes (0 if none such)."""
+        if not self.lazy_ok or self.exact or not self.running:
+            return 0
+        if self.waiting and self.blocked_at != (self.free, len(self.running)):
+            return 0
+        n = len(self.running)
+        grows = [(g.count, g.block_size) for g in self.g if g.kind is not ManagerKind.RING]
+        frees = [(g.count, g.block_size) for g in self.g if g.kind in (
+            ManagerKind.SLIDING_WINDOW, ManagerKind.CHUNKED_LOCAL, ManagerKind.MAMBA)]
+        need = 0
+        if self.waiting and len(self.running) < self.r.max_num_seqs:
+            q = self.waiting[0]
+            full = min(q.prompt + q.outputs, self.r.max_model_len)
+            need = sum(self._num_to_allocate(gi, q, full, 0, full, True, q.prompt) * g.count
+                       for gi, g in enumerate(self.g)) if self.r.reserve_full_isl else 1
+
+        def safe(k: int) -> bool:  # at most one block per block boundary crossed, per group
+            allocs = n * sum(c * ((k + bs - 1) // bs + 1) for c, bs in grows)
+            if allocs > self.free:
+                return False
+            if need:  # the most the pool can free in k steps stays short of the admission
+                freed = n * sum(c * ((k + bs - 1) // bs + 1) for c, bs in frees)
+                return self.free + freed < need
+            return True
+
+        if not safe(16):
+            return 0
+        limit = min(self._end_step(q, q.lazy_from) for q in self.running) - t - 1
+        lo, hi = 0, limit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if safe(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo if lo >= 16 else 0
+
+    def fast_forward(self, t_end: int) -> None:
+        """Every (lazy) running request to the end of step t_end, its block events applied in
+        its own order: nothing can fail in between (`horizon`), so the order across requests
+        does not matter."""
+        self.bucket.clear()
+        self.due_steps.clear()
+        for q in self.running:
+            while (u := self._next_event(q, q.lazy_from)) <= t_end:
+                self._quiet_step(q, u)
+            d = t_end - q.lazy_from
+            q.computed += d
+            q.outputs += d
+            q.lazy_from = t_end
+            wake = self._next_event(q, t_end)
+            due = self.bucket.get(wake)
+            if due is None:
+                self.bucket[wake] = [q]
+                heappush(self.due_steps, wake)
+            else:
+                due.append(q)
+
+    def _quiet_step(self, q: _Req, u: int) -> None:
+        """Step u of a lazy request, alone: KVCacheManager.allocate_slots of its steady decode
+        step (it cannot fail here), then the step's net effect (one token, one output)."""
+        r = self.r
+        d = u - 1 - q.lazy_from
+        c = q.computed + d  # at the start of step u
+        outputs = q.outputs + d
+        main = c + self.lazy_n
+        need = min(main + r.num_lookahead_tokens, r.max_model_len)
+        processed = max(0, c - q.in_flight)
+        prefill_end = max(q.prompt, q.prompt + outputs - 1)
+        for gi in range(len(self.g)):
+            self._remove_skipped(gi, q, processed)
+        for gi in range(len(self.g)):
+            self._num_to_allocate(gi, q, need, c, main, False, prefill_end)
+        for gi in range(len(self.g)):
+            self._allocate(gi, q, need, main)
+        q.computed = c + 1
+        q.outputs = outputs + 1
+        q.lazy_from = u
+
     def _make_lazy(self, q: _Req, t: int, n: int, spec: int) -> None:
         """After step t: q, decoding steadily, advances implicitly until its next event."""
         if not self.lazy_n:
@@ -1023,6 +1116,7 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
 
     usable = rules.num_blocks - 1
     next_check = idle = 0
+    floors: dict[tuple[int, int], int] = {}
     while (e.running or e.waiting or finished_pending or queue) and steps < max_steps:
         if stop_at_first_finish and finished:
             break
@@ -1040,6 +1134,12 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
                 return RunResult(num_requests, False, None, peak, steps, finished,
                                  blocks_at_end, None, early_stop="queued")
         if e.running or e.waiting or finished_pending:
+            k = 0 if finished_pending else e.horizon(steps)
+            if k:  # nothing can fail or change in steps+1 … steps+k: apply them at once
+                e.fast_forward(steps + k)
+                steps += k
+                for batch in queue:
+                    batch.clear()  # only lazy requests' entries (counted in their lazy steps)
             nxt = e.quiet_until(steps, finished_pending)
             if nxt > steps + 1:  # nothing happens before step nxt: every request decodes
                 steps = nxt - 1
@@ -1067,10 +1167,14 @@ def simulate(rules: SchedulerRules, groups: list[GroupRule], w: Workload, num_re
                         "--max-num-batched-tokens or turn chunked prefill on")
             else:
                 idle = 0
-            if check_bounds:  # tests: hold_bound really bounds every request's blocks
+            if check_bounds:  # tests: hold_bound and _hold_floor really bound every request
                 for q in e.running:
                     held = sum(e._held(gi, q) * g.count for gi, g in enumerate(groups))
                     assert held <= q.bound, (q.idx, steps, held, q.bound, q.decoding)
+                    for gi in range(len(groups)):
+                        floor = floors.get((q.idx, gi))
+                        assert floor is None or e._held(gi, q) >= floor, (q.idx, gi, steps)
+                        floors[q.idx, gi] = e._hold_floor(gi, q)
             exact = [(q, n, spec) for q, n, spec, _ in batch]
             if q_size <= 1:
                 done(batch)
@@ -1280,11 +1384,11 @@ def largest_clean(clean: Callable[[int], bool], upper: int, guess: int) -> int:
         return 0
     if clean(guess):
         lo, step = guess, 1
-        while lo < upper:  # gallop up (1, 1, 2, 4, ...) until a failing n
+        while lo < upper:  # gallop up (+1, +1, +1, +2, +4, ...) until a failing n
             hi = min(upper, lo + step)
             if not clean(hi):
                 break
-            lo, step = hi, 1 if hi == guess + 1 else step * 2
+            lo, step = hi, 1 if hi < guess + 3 else step * 2
         else:
             return upper
     else:

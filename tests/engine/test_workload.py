@@ -274,3 +274,19 @@ def test_a_request_longer_than_max_model_len_is_refused() -> None:
     rules, groups = _full_rules(4000, mml=8192)
     with pytest.raises(W.InputError, match="max_model_len"):
         W.estimate(rules, groups, W.Workload.of(8000, 500))
+
+
+@pytest.mark.parametrize("make", [_full_rules, _hybrid_rules], ids=["full", "hybrid"])
+def test_search_equals_a_scan(make) -> None:  # type: ignore[no-untyped-def]
+    """The galloping search finds the largest clean N a plain scan finds, and "clean" is
+    monotone in N on these (the oracle's --scan checks vLLM itself)."""
+    for blocks, wl in ((1500, W.Workload.of(2500, 600)), (900, W.Workload.of(300, 2000)),
+                       (3000, W.Workload.of(6000, 100))):
+        rules, groups = make(blocks, seqs=48)
+        flags = []
+        for n in range(1, rules.max_num_seqs + 1):
+            r = W.simulate(rules, groups, wl, n, until_clean=True)
+            flags.append(not r.preempted and r.peak_running == n)
+        scan = sum(flags)
+        assert flags == [True] * scan + [False] * (len(flags) - scan)
+        assert W.estimate(rules, groups, wl).max_concurrent_without_preemption == scan
