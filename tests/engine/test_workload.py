@@ -82,11 +82,22 @@ def test_each_run_step_by_step(expected: Path, lazy: bool) -> None:
             o["steps"], o["first_preemption_step"], o["peak_running"], o["finished"]), key
 
 
-def test_scan_monotone_where_the_oracle_scanned() -> None:
+def test_scans_equal_vllm_where_the_oracle_scanned() -> None:
+    """Where the oracle ran every N (--scan), "all run at once without preempting" is monotone
+    in N for vLLM, and kvplan says the same for every N."""
+    scanned = 0
     for p in EXPECTED:
         out = json.loads(p.read_text())
-        if "scan" in out:
-            assert out["scan_monotone"], p.name
+        if "scan" not in out:
+            continue
+        scanned += 1
+        assert out["scan_monotone"], p.name
+        case = json.loads((DATA / "cases" / p.name).read_text())
+        rules, groups, wl = _rules(case, out["vllm_version"])
+        for n, clean in out["scan"].items():
+            r = W.simulate(rules, groups, wl, int(n), until_clean=True)
+            assert (not r.preempted and r.peak_running == int(n)) == clean, (p.name, n)
+    assert scanned >= 1
 
 
 @pytest.mark.parametrize("expected", EXPECTED, ids=[p.stem for p in EXPECTED])
