@@ -33,6 +33,14 @@ from kvplan.engine.specs import (
 KV_DTYPE_BY_QUANT = {"fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2"}
 
 
+def compact_json(case: dict[str, Any]) -> str:
+    """The case as JSON with one layer per line."""
+    head = {k: v for k, v in case.items() if k != "layers"}
+    text = json.dumps(head, indent=1)[:-2]
+    layers = ",\n  ".join(json.dumps(layer) for layer in case["layers"])
+    return f"{text},\n \"layers\": [\n  {layers}\n ]\n}}\n"
+
+
 def layer_entry(name: str, spec: Any, kv_dtype: str) -> dict[str, Any]:
     d: dict[str, Any] = {"name": name, "block_size": spec.block_size}
     if spec.is_draft:
@@ -161,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if inp.kv_cache_layout:
         case["kv_cache_layout"] = inp.kv_cache_layout
     with open(args.output, "w") as f:
-        json.dump(case, f, indent=1)
-        f.write("\n")
+        f.write(compact_json(case))
     print(f"wrote {args.output}: {len(layers)} layers", file=sys.stderr)
     return 0
 

@@ -73,6 +73,9 @@ HANDMADE = {
 
 
 def write_cases(names: list[str]) -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    from kvplan_specs_case import compact_json  # needs kvplan (its venv)
+
     (OUT / "cases").mkdir(parents=True, exist_ok=True)
     for name in names:
         if name in HANDMADE:
@@ -92,7 +95,7 @@ def write_cases(names: list[str]) -> None:
             case = json.loads(path.read_text())
             case.update(extra)
             case["notes"] = [notes, *case["notes"]]
-            path.write_text(json.dumps(case, indent=1) + "\n")
+            path.write_text(compact_json(case))
 
 
 def run_expected(names: list[str]) -> None:
