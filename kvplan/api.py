@@ -176,8 +176,10 @@ def check(model: str, *, draft: str | None = None, **options: Unpack[CheckOption
     ev = evaluate(req)
     if not workloads:
         return ev.plan
-    from kvplan.pipeline.workload import for_evaluation, with_workload
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
 
+    if not ev.plan.fits:
+        return not_started(ev.plan)
     return with_workload(ev.plan, for_evaluation(ev, req, workloads))
 
 
@@ -267,8 +269,10 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
                                 else _spec_file_workload(case))
     if not workloads:
         return plan
-    from kvplan.pipeline.workload import with_workload, workload_results
+    from kvplan.pipeline.workload import not_started, with_workload, workload_results
 
+    if not plan.fits:
+        return not_started(plan)
     return with_workload(plan, workload_results(
         result, inp, workloads, max_num_seqs=_case_int(case, "max_num_seqs", 256),
         enable_chunked_prefill=bool(case.get("enable_chunked_prefill", True)),

@@ -640,6 +640,9 @@ def _with_workload(ev: Any, req: Any, workload: list[str] | None) -> Any:
     if not workload:
         return ev.plan
     from kvplan.api import parse_workloads
-    from kvplan.pipeline.workload import for_evaluation, with_workload
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
 
-    return with_workload(ev.plan, for_evaluation(ev, req, parse_workloads(workload)))
+    workloads = parse_workloads(workload)
+    if not ev.plan.fits:
+        return not_started(ev.plan)
+    return with_workload(ev.plan, for_evaluation(ev, req, workloads))

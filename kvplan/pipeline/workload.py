@@ -55,3 +55,12 @@ def for_evaluation(ev: Evaluation, req: Request, workloads: Sequence[Workload]
 
 def with_workload(plan: Plan, results: list[WorkloadResult]) -> Plan:
     return plan.model_copy(update={"workload": results})
+
+
+NOT_STARTED = ("--workload: not answered, vLLM does not start with this deployment (no KV "
+               "cache to run requests on)")
+
+
+def not_started(plan: Plan) -> Plan:
+    """A plan that does not fit gets no workload answers, and says so."""
+    return plan.model_copy(update={"notes": [*plan.notes, NOT_STARTED]})

@@ -205,3 +205,12 @@ def test_named_models_equal_vllm_scheduler(name: str, version: str, flags: list[
     (w,) = out["workload"]
     assert (w["max_concurrent_without_preemption"], w["admission_peak"]) == (
         exp["max_concurrent_without_preemption"], exp["admission_peak"])
+
+
+def test_a_deployment_that_does_not_start_gets_no_workload_answer() -> None:
+    res = runner.invoke(app, ["check", LLAMA[0], "--kv-cache-memory", "1GiB", "--max-model-len",
+                              "32768", "--workload", "8k:1k", "--json"], env=ENV)
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["workload"] is None
+    assert any("--workload: not answered" in n for n in out["notes"])
