@@ -13,7 +13,7 @@ Imports stay inside the functions: `import kvplan` must not load the engine, pyd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -69,6 +69,10 @@ class CheckOptions(TypedDict, total=False):
     vllm: str | None
     with_fix: bool
     explain: bool
+    async_scheduling: bool | None  # --async-scheduling/--no-async-scheduling (None: vLLM's)
+    enable_chunked_prefill: bool | None  # None: vLLM's default for the model
+    # --workload: "8k:1k" (vLLM's notation), a list of them, or a file of (prompt, output) pairs
+    workload: str | Path | Sequence[str | Path] | None
     # engine="sglang": SGLang's own flags (python -m sglang.launch_server), snake_case; the
     # parallel sizes and the context length may also be given by the vLLM names above
     sglang: str | None  # the SGLang release profile (default: the newest modelled)
@@ -114,7 +118,9 @@ _VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method
               "enable_prefix_caching": "disable_radix_cache", "mamba_cache_dtype": None,
               "mamba_ssm_cache_dtype": None, "num_gpu_blocks_override": None, "runner": None,
               "convert": None, "dtype": None, "allow_long_max_model_len": None,
-              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None}
+              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None,
+              "async_scheduling": "disable_overlap_schedule", "enable_chunked_prefill": None,
+              "workload": None}
 # options only SGLang reads: refused with engine="vllm"
 _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
                 "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
@@ -138,6 +144,7 @@ class SpecsOptions(TypedDict, total=False):
     max_model_len: int | str | None
     max_num_batched_tokens: int | str | None
     explain: bool
+    workload: str | Path | Sequence[str | Path] | None  # default: the file's `workload`
 
 
 class SweepOptions(TypedDict, total=False):
@@ -217,6 +224,7 @@ class FitOptions(TypedDict, total=False):
     hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
+    workload: str | Path | None  # rank by how many requests of it run without preemption
     # engine="sglang" (or "vllm,sglang"): SGLang's own flags for its deployments
     sglang: str | None
     mem_fraction_static: float | None
@@ -274,7 +282,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     if given:
         raise OptionError(f"check() option {given[0]} is an SGLang flag",
                           hint="pass engine='sglang', or use the vLLM option")
-    from kvplan.pipeline.deploy import Request, evaluate_plan
+    from kvplan.errors import StartupError
+    from kvplan.pipeline.deploy import Request, evaluate, evaluate_plan
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
@@ -296,7 +305,18 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o))
-    return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
+    workloads = parse_workloads(o.get("workload"))  # bad --workload fails before planning
+    if not workloads:
+        return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
+
+    try:
+        ev = evaluate(req)
+    except StartupError:
+        return not_started(evaluate_plan(req))
+    if not ev.plan.fits:
+        return not_started(ev.plan)
+    return with_workload(ev.plan, for_evaluation(ev, req, workloads))
 
 
 def sglang_deployment(o: Mapping[str, Any]) -> Any:
@@ -464,7 +484,9 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         draft_tensor_parallel_size=o.get("draft_tensor_parallel_size")
         or spec.get("draft_tensor_parallel_size"),
         draft_attention_backend=spec.get("attention_backend"),
-        draft_block_size=o.get("draft_block_size"))
+        draft_block_size=o.get("draft_block_size"),
+        async_scheduling=o.get("async_scheduling"),
+        enable_chunked_prefill=o.get("enable_chunked_prefill"))
 
 
 def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[SpecsOptions]
@@ -506,9 +528,81 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
 
         explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
     label = o.get("model")
-    return build_plan(result, model=sf.name if label is None else label,
+    plan = build_plan(result, model=sf.name if label is None else label,
                       budget_mode="explicit (spec file)" if avail is None else "explicit",
                       max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
+    workloads = parse_workloads(o["workload"] if o.get("workload") is not None
+                                else _spec_file_workload(case))
+    if not workloads:
+        return plan
+    from kvplan.pipeline.workload import not_started, with_workload, workload_results
+
+    if not plan.fits:
+        return not_started(plan)
+    return with_workload(plan, workload_results(
+        result, inp, workloads, max_num_seqs=_case_int(case, "max_num_seqs", 256),
+        enable_chunked_prefill=bool(case.get("enable_chunked_prefill", True)),
+        enable_prefix_caching=bool(case.get("enable_prefix_caching", True)),
+        reserve_full_isl=bool(case.get("scheduler_reserve_full_isl", True))))
+
+
+def _spec_file_workload(case: Mapping[str, Any]) -> list[str] | None:
+    """A spec file's `workload`: {"prompt": P, "output": D} or {"pairs": [[P, D], ...]}."""
+    w = case.get("workload")
+    if w is None:
+        return None
+    if not isinstance(w, dict) or not ({"prompt", "output"} <= set(w) or "pairs" in w):
+        raise InputError("the spec file's workload must be {\"prompt\": P, \"output\": D} or "
+                         "{\"pairs\": [[P, D], ...]}")
+    if "pairs" in w:
+        import json
+
+        return [json.dumps(w["pairs"])]
+    return [f"{w['prompt']}:{w['output']}"]
+
+
+def _case_int(case: Mapping[str, Any], key: str, default: int) -> int:
+    v = case.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(f"the spec file's {key} must be an integer ≥ 1, got {v!r}")
+    return v
+
+
+def parse_workloads(value: str | Path | Sequence[str | Path] | None) -> list[Any]:
+    """--workload values → engine Workloads: each PROMPT:OUTPUT (vLLM's number notation), a
+    file of (prompt, output) pairs, or such a list as JSON text."""
+    from kvplan.engines.vllm.workload import Workload
+    from kvplan.sources.workload_spec import looks_like_pair, parse_pair, parse_pairs_file
+
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str | Path) else list(value)
+    if not values:
+        raise InputError("--workload needs at least one PROMPT:OUTPUT or a file")
+    out = []
+    for v in values:
+        if not isinstance(v, str | Path):
+            raise OptionError(f"--workload takes text or a path, got {type(v).__name__}")
+        text = str(v).strip()
+        if isinstance(v, str) and looks_like_pair(text):
+            out.append(Workload((parse_pair(text),), label=text))
+        elif isinstance(v, str) and text.startswith("["):
+            out.append(Workload(parse_pairs_file(text, "(pairs)"), label="pairs"))
+        else:
+            path = Path(text)
+            if not path.is_file():
+                raise InputError(f"--workload {text!r} is neither PROMPT:OUTPUT nor a file",
+                                 hint="e.g. --workload 8k:1k (vLLM's notation: k = 1000, K = "
+                                      "1024), or a file of (prompt, output) pairs")
+            if path.stat().st_size > 16 * 2**20:
+                raise InputError(f"--workload {path} is over 16 MiB")
+            try:
+                body = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"--workload {path} is not UTF-8 text (byte {exc.start})"
+                                 ) from None
+            out.append(Workload(parse_pairs_file(body, str(path)), label=path.name))
+    return out
 
 
 def sweep(model: str, *, draft: str | None = None, engine: str = "vllm",
@@ -721,11 +815,14 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
     given = o.get("kv_cache_dtype")
+    workloads = parse_workloads(o.get("workload"))
+    if len(workloads) > 1:
+        raise InputError("kvplan fit takes one --workload", hint="run fit once per workload")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                   kv_dtypes=_names(given) if given is not None else DEFAULT_KV_DTYPES,
                   kv_dtypes_given=given is not None, vendors=parse_vendors(o.get("vendor")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
-                  progress=progress)
+                  progress=progress, workload=workloads[0] if workloads else None)
 
 def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
     """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error;
@@ -780,8 +877,11 @@ def _options(options: Mapping[str, Any], schema: type, where: str) -> dict[str, 
 
 
 def _is_a(value: object, t: Any) -> bool:
+    import types
     import typing
 
+    if isinstance(t, types.UnionType):
+        return any(_is_a(value, a) for a in typing.get_args(t))
     if t is type(None):
         return value is None
     base = typing.get_origin(t) or t

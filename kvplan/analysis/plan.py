@@ -13,6 +13,7 @@ from kvplan.analysis.explain import Explanation
 from kvplan.analysis.log_agreement import LogDisagreement
 from kvplan.analysis.serving import ServingCheck
 from kvplan.analysis.sglang_log_check import SglangLogCheck
+from kvplan.analysis.workload import WorkloadResult
 from kvplan.budget.kv_memory import KvBudget
 from kvplan.engines.sglang.result import SglangResult
 from kvplan.engines.vllm.planner import EngineResult
@@ -181,6 +182,9 @@ class Plan(FrozenModel):
                                   "holds `concurrency` requests of the context length at once")
     sglang_log: SglangLogCheck | None = Field(
         default=None, description="--from-log with an SGLang log: its numbers beside kvplan's")
+    workload: list[WorkloadResult] | None = Field(
+        default=None, description="--workload: how many such requests vLLM's scheduler runs "
+                                  "at once on this KV cache, one entry per workload")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""

@@ -89,6 +89,15 @@ def check(
     fmt: Annotated[str, Opt("--format", help="table, json or markdown")] = "table",
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout (same as --format json)")] = False,
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
+    workload: Annotated[list[str] | None, Opt(
+        "--workload", help="PROMPT:OUTPUT tokens (vLLM's notation: 8k:1k = 8000:1000, 8K = 8192; "
+        "repeatable) or a file of pairs: how many such requests vLLM's scheduler runs at once")
+    ] = None,
+    async_scheduling: Annotated[bool | None, Opt(
+        "--async-scheduling/--no-async-scheduling", help="default: vLLM's (on)")] = None,
+    enable_chunked_prefill: Annotated[bool | None, Opt(
+        "--enable-chunked-prefill/--no-enable-chunked-prefill", help="default: vLLM's (on)")
+    ] = None,
     engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
@@ -106,7 +115,8 @@ def check(
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
                                kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib,
                                max_model_len=max_model_len,
-                               max_num_batched_tokens=max_num_batched_tokens, explain=explain)
+                               max_num_batched_tokens=max_num_batched_tokens, explain=explain,
+                               workload=workload)
         raise typer.Exit(emit(plan, fmt, as_json))
     if serve is not None or from_log is not None:
         from kvplan.units import parse_kv_cache_memory_bytes
@@ -115,7 +125,7 @@ def check(
         if kv_cache_memory is not None:  # 0 or negative: vLLM's no-memory error
             given["kv_cache_memory"] = parse_kv_cache_memory_bytes(kv_cache_memory)
         _check_serve_or_log(serve, from_log, given, allow_long=allow_long, explain=explain,
-                            fmt=fmt, as_json=as_json)
+                            fmt=fmt, as_json=as_json, workload=workload)
         return
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
@@ -137,7 +147,9 @@ def check(
         available_kv_gib=available_kv_gib, gpu=gpu, gpu_memory=gpu_memory,
         gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
-        explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert)
+        explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert,
+        async_scheduling=async_scheduling, enable_chunked_prefill=enable_chunked_prefill,
+        workload=workload)
     raise typer.Exit(emit(plan, fmt, as_json))
 
 
@@ -170,7 +182,7 @@ def _refuse_conflicts(*, model: str | None, specs: Path | None, serve: str | Non
 
 # check's options that describe the deployment (the others pick what to plan and how to show it)
 _NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain",
-                             "engine_values"})
+                             "engine_values", "workload"})
 
 
 def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +193,8 @@ def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[str, Any], *,
-                        allow_long: bool, explain: bool, fmt: str, as_json: bool) -> None:
+                        allow_long: bool, explain: bool, fmt: str, as_json: bool,
+                        workload: list[str] | None = None) -> None:
     """Plan what a serve line and/or a start-up log describe: command line > serve line > log >
     defaults, key by key; the plan says where each value came from."""
     from dataclasses import replace
@@ -254,7 +267,7 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
     except StartupError as exc:  # vLLM refuses it before sizing the KV cache: a plan too
         plan, extra = refusal(req, exc, res), notes
     else:
-        plan = ev.plan
+        plan = _with_workload(ev, req, workload)
         extra = notes + (log_notes(log, ev) if log is not None else [])
     plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
                                    "provenance": {k: source[k] for k in sorted(source)}})
@@ -262,3 +275,16 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
         plan = with_log_findings(plan, log, source=source, log_keys=log_keys,
                                  unmodelled=log_unmodelled)
     raise typer.Exit(emit(plan, fmt, as_json))
+
+
+def _with_workload(ev: Any, req: Any, workload: list[str] | None) -> Any:
+    """--workload on a serve line / log plan."""
+    if not workload:
+        return ev.plan
+    from kvplan.api import parse_workloads
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
+
+    workloads = parse_workloads(workload)
+    if not ev.plan.fits:
+        return not_started(ev.plan)
+    return with_workload(ev.plan, for_evaluation(ev, req, workloads))

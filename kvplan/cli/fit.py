@@ -18,7 +18,7 @@ FIT_VLLM_ONLY = ("speculative_config", "speculative_method", "num_speculative_to
                  "max_num_batched_tokens", "max_num_seqs", "block_size",
                  "decode_context_parallel_size", "enable_prefix_caching", "mamba_cache_dtype",
                  "mamba_ssm_cache_dtype", "attention_backend", "gpu_memory_utilization",
-                 "enforce_eager", "hf_overrides", "vllm", "with_fix")
+                 "enforce_eager", "hf_overrides", "vllm", "with_fix", "workload")
 FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_requests",
               "chunked_prefill_size", "cuda_graph_max_bs", "disable_cuda_graph",
               "swa_full_tokens_ratio", "disable_radix_cache", "disable_overlap_schedule",
@@ -80,6 +80,9 @@ def fit(
     vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile (default newest)")] = None,
     with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
+    workload: Annotated[str | None, Opt(
+        "--workload", help="PROMPT:OUTPUT (or a file of pairs): --concurrency counts such "
+        "requests vLLM's scheduler runs at once without preemption")] = None,
     engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
@@ -104,7 +107,7 @@ def fit(
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, vllm=vllm,
-        with_fix=with_fix, hf_overrides=hf_overrides)
+        with_fix=with_fix, hf_overrides=hf_overrides, workload=workload)
     if "vllm" not in engines:
         vllm_opts = {}
     progress = DelayedProgress(console(stderr=True), "planning deployments")

@@ -3,6 +3,8 @@ table, JSON, markdown. Renders only; never computes a number."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -52,6 +54,7 @@ def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
 
 def render_table(plan: Plan, console: Console) -> None:
     _render_main(plan, console)
+    render_workload(plan, console)
     render_explanation(plan, console)
 
 
@@ -77,6 +80,63 @@ def _render_refusal(plan: Plan, console: Console) -> None:
                   f"{escape(plan.error_message or '')}", soft_wrap=True)
     if plan.failure_hint:
         console.print(f"what helps: {escape(plan.failure_hint)}", soft_wrap=True)
+
+
+_CAP = {"kv_cache": "KV cache", "max_num_seqs": "max_num_seqs"}
+
+
+def _group_blocks(rows: list[Any]) -> str:
+    """'mamba (align) 1 ×3 · full 12': blocks per group, identical neighbours merged."""
+    merged: list[list[Any]] = []
+    for r in rows:
+        if merged and merged[-1][0] == r.kind and merged[-1][1] == r.blocks:
+            merged[-1][2] += 1
+        else:
+            merged.append([r.kind, r.blocks, 1])
+    return " · ".join(f"{k} {b:,}" + (f" ×{n}" if n > 1 else "") for k, b, n in merged)
+
+
+def _limit(capped_by: str, kind: str | None) -> str:
+    """'KV (full)': the pool, and the kind of group that held the most of it."""
+    if capped_by == "kv_cache" and kind:
+        return f"KV ({kind})"
+    return _CAP.get(capped_by, capped_by)
+
+
+def render_workload(plan: Plan, console: Console) -> None:
+    """--workload: how many such requests vLLM's scheduler runs at once."""
+    if not plan.workload:
+        return
+    columns = [Column("workload", key=True, bare=True), Column("clean", "right"),
+               Column("limit", drop=2), Column("admits", "right"), Column("limit", drop=3),
+               Column("blocks of one request at its end", wrap=True, drop=1),
+               Column("formula", "right")]
+    rows: list[list[str | Text]] = []
+    for w in plan.workload:
+        formula = w.vllm_formula_concurrency
+        rows.append([w.label, _b(w.max_concurrent_without_preemption),
+                     _limit(w.concurrency_capped_by, w.capping_kind), _b(w.admission_peak),
+                     _limit(w.admission_capped_by, w.admission_capping_kind),
+                     _group_blocks(w.blocks_per_request_at_end),
+                     f"{formula:.2f}" if formula is not None else "-"])
+    print_table(console, columns, rows, title=f"Workload: vLLM {plan.vllm_version}'s scheduler, "
+                "requests submitted together", pad_edge=False, what="workload")
+    console.print(f"[dim]clean = the most requests submitted together that all run at once "
+                  f"and finish with no preemption; admits = the most running at once while more "
+                  f"wait (vLLM admits on the prompt), up to its first preemption or completion; "
+                  f"formula = the boot log's 'Maximum concurrency' at P+D tokens (at "
+                  f"max_model_len: {plan.max_concurrency or 0:.2f}); "
+                  f"{plan.workload[0].usable_blocks:,} usable blocks, max_num_seqs "
+                  f"{plan.workload[0].max_num_seqs:,}[/]")
+    for w in plan.workload:
+        pool = w.kv_pool_at_first_preemption
+        if pool and w.capping_kind is not None and len(pool) > 1:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" makes vLLM preempt; the pool then holds "
+                          f"{escape(_group_blocks(pool))} blocks[/]")
+        elif w.next_request_preempts is False:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" waits for blocks until a request completes[/]")
 
 
 def _render_main(plan: Plan, console: Console) -> None:
@@ -307,7 +367,23 @@ def render_markdown(plan: Plan) -> str:
                      f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")
         if plan.error_message:
             lines += ["", f"> {plan.error_message}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _markdown_workload(plan)) + "\n"
+
+
+def _markdown_workload(plan: Plan) -> list[str]:
+    if not plan.workload:
+        return []
+    lines = ["", f"**Workload** (vLLM {plan.vllm_version}'s scheduler, requests submitted "
+             "together)", "", "| workload | runs clean | limit | admits | limit | one request at "
+             "its end (blocks) | vLLM formula at P+D |", "|---|---:|---|---:|---|---|---:|"]
+    for w in plan.workload:
+        f = w.vllm_formula_concurrency
+        lines.append(f"| {w.label} | {w.max_concurrent_without_preemption:,} | "
+                     f"{_limit(w.concurrency_capped_by, w.capping_kind)} | {w.admission_peak:,} | "
+                     f"{_limit(w.admission_capped_by, w.admission_capping_kind)} | "
+                     f"{_group_blocks(w.blocks_per_request_at_end)} | "
+                     f"{'-' if f is None else f'{f:.2f}'} |")
+    return lines
 
 
 def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ CASE_KEYS = frozenset("""
     supported_kv_cache_layouts pipeline_parallel_size tensor_parallel_size
     decode_context_parallel_size workers max_num_encoder_input_tokens model_dtype model_type
     block_size prefix_match_unit enable_extensible_kv_cache gpu_memory_utilization
-    templates layers
+    templates layers workload scheduler_reserve_full_isl
 """.split())
 LAYER_KEYS = frozenset("""
     name notes kind block_size model_dtype num_kv_heads head_size head_size_v dtype backend
