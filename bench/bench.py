@@ -196,6 +196,25 @@ def main() -> None:
                  f"{1 / t:,.0f} plans/s"))
     t, n = timeit(lambda: plan(seed))
     rows.append(("plan: PR #53499 seed case (69 layers)", f"{t * 1e3:.3f} ms", f"{1 / t:,.0f} plans/s"))
+    # --workload: vLLM's scheduler on the workload goldens (each case: the whole estimate)
+    import glob
+
+    from kvplan.api import check_specs
+
+    times = []
+    for case in sorted(glob.glob(str(ROOT / "tests" / "data" / "workload-oracle" / "cases" / "*"))):
+        ver = case.rsplit("-", 1)[1].removesuffix(".json")
+        sf_case = json.loads(Path(case).read_text())
+        wl = sf_case.pop("workload")
+        check_specs(sf_case, vllm=ver)  # warm
+        t0 = time.perf_counter()
+        check_specs(sf_case, vllm=ver)
+        t1 = time.perf_counter()
+        check_specs({**sf_case, "workload": wl}, vllm=ver)
+        times.append(time.perf_counter() - t1 - (t1 - t0))
+    times.sort()
+    rows.append((f"--workload: extra time of a check, {len(times)} workload goldens",
+                 f"{times[len(times) // 2] * 1e3:.1f} ms", f"median; max {times[-1] * 1e3:.1f} ms"))
     # a sweep: 3 GPUs × 3 KV dtypes × 2,000 lengths, configs read once, grouping reused
     from kvplan.engines.vllm.build import Deployment
     from kvplan.pipeline.deploy import Request

@@ -13,7 +13,7 @@ Imports stay inside the functions: `import kvplan` must not load the engine, pyd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -39,11 +39,11 @@ class CheckOptions(TypedDict, total=False):
     kv_cache_dtype: str
     draft_kv_cache_dtype: str | None
     dtype: str
-    max_model_len: int | str | None  # 131072, "128k", "auto" or -1
+    max_model_len: int | str | None  # 131072, "128K" (131,072), "128k" (128,000), "auto" or -1
     allow_long_max_model_len: bool  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the CLI reads the variable)
     trust_remote_code: bool  # vLLM's --trust-remote-code
     allow_deprecated_quantization: bool  # vLLM's --allow-deprecated-quantization
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None  # 16384, "16K" or "16k" (16,000)
     max_num_seqs: int | None
     block_size: int | None
     draft_block_size: int | None
@@ -71,6 +71,10 @@ class CheckOptions(TypedDict, total=False):
     vllm: str | None
     with_fix: bool
     explain: bool
+    async_scheduling: bool | None  # --async-scheduling/--no-async-scheduling (None: vLLM's)
+    enable_chunked_prefill: bool | None  # None: vLLM's default for the model
+    # --workload: "8k:1k" (vLLM's notation), a list of them, or a file of (prompt, output) pairs
+    workload: str | Path | Sequence[str | Path] | None
     # engine="sglang": SGLang's own flags (python -m sglang.launch_server), snake_case; the
     # parallel sizes and the context length may also be given by the vLLM names above
     sglang: str | None  # the SGLang release profile (default: the newest modelled)
@@ -116,7 +120,9 @@ _VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method
               "enable_prefix_caching": "disable_radix_cache", "mamba_cache_dtype": None,
               "mamba_ssm_cache_dtype": None, "num_gpu_blocks_override": None, "runner": None,
               "convert": None, "dtype": None, "allow_long_max_model_len": None,
-              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None}
+              "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None,
+              "async_scheduling": "disable_overlap_schedule", "enable_chunked_prefill": None,
+              "workload": None}
 # options only SGLang reads: refused with engine="vllm"
 _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
                 "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
@@ -138,14 +144,15 @@ class SpecsOptions(TypedDict, total=False):
     kv_cache_memory: int | str | None
     available_kv_gib: float | None
     max_model_len: int | str | None
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     explain: bool
+    workload: str | Path | Sequence[str | Path] | None  # default: the file's `workload`
 
 
 class SweepOptions(TypedDict, total=False):
     """`kvplan.pipeline.sweep` options: `kvplan sweep` flags; lists given as lists or comma strings."""
 
-    max_model_len: str | int | list[int]  # "8k..1M", "8k,32k,128k", 131072 or [8192, 32768]
+    max_model_len: str | int | list[int]  # "8K..1M", "8k,32k,128k", 131072 or [8192, 32768]
     allow_long_max_model_len: bool
     gpu: str | list[str]
     kv_cache_dtype: str | list[str]
@@ -153,7 +160,7 @@ class SweepOptions(TypedDict, total=False):
     num_speculative_tokens: int
     draft_kv_cache_dtype: str | None
     tensor_parallel_size: int
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     gpu_memory_utilization: float | None
     kv_cache_memory: int | str | None
     vllm: str | None
@@ -205,7 +212,7 @@ class FitOptions(TypedDict, total=False):
     draft_tensor_parallel_size: int | None
     draft_block_size: int | None
     dtype: str
-    max_num_batched_tokens: int | None
+    max_num_batched_tokens: int | str | None
     max_num_seqs: int | None
     block_size: int | None
     decode_context_parallel_size: int
@@ -219,6 +226,7 @@ class FitOptions(TypedDict, total=False):
     hf_overrides: dict[str, Any] | str | None
     vllm: str | None
     with_fix: bool
+    workload: str | Path | None  # rank by how many requests of it run without preemption
     # engine="sglang" (or "vllm,sglang"): SGLang's own flags for its deployments
     sglang: str | None
     mem_fraction_static: float | None
@@ -259,7 +267,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     """Plan one deployment of `model` (hub id org/name[@rev], local folder or config.json).
 
     Returns the `Plan` that `kvplan check --json` prints. Raises a `KvplanError` subclass on bad
-    input; a deployment that does not fit is a plan with `fits=False`, not an exception.
+    input; a deployment that does not fit is a plan with `fits=False`, not an exception — also
+    one vLLM refuses before it sizes the KV cache (`refused_at_startup`, `failure_cause`).
     `engine="sglang"` plans SGLang's KV pool sizing instead of vLLM's (`plan.sglang`), with
     SGLang's own flags (`mem_fraction_static`, `max_total_tokens`, `context_length`, ...).
     """
@@ -275,7 +284,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     if given:
         raise OptionError(f"check() option {given[0]} is an SGLang flag",
                           hint="pass engine='sglang', or use the vLLM option")
-    from kvplan.pipeline.deploy import Request, evaluate
+    from kvplan.errors import StartupError
+    from kvplan.pipeline.deploy import Request, evaluate, evaluate_plan
     from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes
 
     util = o.get("gpu_memory_utilization")
@@ -290,7 +300,7 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
     req = Request(model=model, deployment=dep, revision=o.get("revision"),
                   draft=draft or spec.get("model"), gpu=o.get("gpu"),
                   draft_hf_config=(spec.get("draft_model_config") or {}).get("hf_config"),
-                  gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem else None,
+                  gpu_memory_bytes=parse_size_bytes(gpu_mem, "--gpu-memory") if gpu_mem else None,
                   gpu_memory_utilization=util,
                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
                                          if kv_mem is not None else None),
@@ -298,7 +308,18 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o),
                   trust_remote_code=o.get("trust_remote_code", False))
-    return evaluate(req).plan
+    workloads = parse_workloads(o.get("workload"))  # bad --workload fails before planning
+    if not workloads:
+        return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
+
+    try:
+        ev = evaluate(req)
+    except StartupError:
+        return not_started(evaluate_plan(req))
+    if not ev.plan.fits:
+        return not_started(ev.plan)
+    return with_workload(ev.plan, for_evaluation(ev, req, workloads))
 
 
 def sglang_deployment(o: Mapping[str, Any]) -> Any:
@@ -448,7 +469,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
         allow_long_max_model_len=o.get("allow_long_max_model_len", False),
         allow_deprecated_quantization=o.get("allow_deprecated_quantization", False),
-        max_num_batched_tokens=o.get("max_num_batched_tokens"),
+        max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")),
         max_num_seqs=o.get("max_num_seqs"),
         tensor_parallel_size=o.get("tensor_parallel_size", 1),
         pipeline_parallel_size=o.get("pipeline_parallel_size", 1),
@@ -467,7 +488,9 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         draft_tensor_parallel_size=o.get("draft_tensor_parallel_size")
         or spec.get("draft_tensor_parallel_size"),
         draft_attention_backend=spec.get("attention_backend"),
-        draft_block_size=o.get("draft_block_size"))
+        draft_block_size=o.get("draft_block_size"),
+        async_scheduling=o.get("async_scheduling"),
+        enable_chunked_prefill=o.get("enable_chunked_prefill"))
 
 
 def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[SpecsOptions]
@@ -500,7 +523,7 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
     mml, auto = parse_max_model_len(o.get("max_model_len"))
     sf = load_spec_file(case, vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                         available_kv_bytes=avail, max_model_len=mml,
-                        max_num_batched_tokens=o.get("max_num_batched_tokens"))
+                        max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")))
     inp = replace(sf.planner_input, auto_fit_max_model_len=True) if auto else sf.planner_input
     result = run_plan(inp)
     explanation = None
@@ -509,9 +532,81 @@ def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[
 
         explanation = Explanation(causes=causes(result), what_ifs=what_ifs_for_input(inp, result))
     label = o.get("model")
-    return build_plan(result, model=sf.name if label is None else label,
+    plan = build_plan(result, model=sf.name if label is None else label,
                       budget_mode="explicit (spec file)" if avail is None else "explicit",
                       max_num_batched_tokens=inp.max_num_batched_tokens, explanation=explanation)
+    workloads = parse_workloads(o["workload"] if o.get("workload") is not None
+                                else _spec_file_workload(case))
+    if not workloads:
+        return plan
+    from kvplan.pipeline.workload import not_started, with_workload, workload_results
+
+    if not plan.fits:
+        return not_started(plan)
+    return with_workload(plan, workload_results(
+        result, inp, workloads, max_num_seqs=_case_int(case, "max_num_seqs", 256),
+        enable_chunked_prefill=bool(case.get("enable_chunked_prefill", True)),
+        enable_prefix_caching=bool(case.get("enable_prefix_caching", True)),
+        reserve_full_isl=bool(case.get("scheduler_reserve_full_isl", True))))
+
+
+def _spec_file_workload(case: Mapping[str, Any]) -> list[str] | None:
+    """A spec file's `workload`: {"prompt": P, "output": D} or {"pairs": [[P, D], ...]}."""
+    w = case.get("workload")
+    if w is None:
+        return None
+    if not isinstance(w, dict) or not ({"prompt", "output"} <= set(w) or "pairs" in w):
+        raise InputError("the spec file's workload must be {\"prompt\": P, \"output\": D} or "
+                         "{\"pairs\": [[P, D], ...]}")
+    if "pairs" in w:
+        import json
+
+        return [json.dumps(w["pairs"])]
+    return [f"{w['prompt']}:{w['output']}"]
+
+
+def _case_int(case: Mapping[str, Any], key: str, default: int) -> int:
+    v = case.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(f"the spec file's {key} must be an integer ≥ 1, got {v!r}")
+    return v
+
+
+def parse_workloads(value: str | Path | Sequence[str | Path] | None) -> list[Any]:
+    """--workload values → engine Workloads: each PROMPT:OUTPUT (vLLM's number notation), a
+    file of (prompt, output) pairs, or such a list as JSON text."""
+    from kvplan.engines.vllm.workload import Workload
+    from kvplan.sources.workload_spec import looks_like_pair, parse_pair, parse_pairs_file
+
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str | Path) else list(value)
+    if not values:
+        raise InputError("--workload needs at least one PROMPT:OUTPUT or a file")
+    out = []
+    for v in values:
+        if not isinstance(v, str | Path):
+            raise OptionError(f"--workload takes text or a path, got {type(v).__name__}")
+        text = str(v).strip()
+        if isinstance(v, str) and looks_like_pair(text):
+            out.append(Workload((parse_pair(text),), label=text))
+        elif isinstance(v, str) and text.startswith("["):
+            out.append(Workload(parse_pairs_file(text, "(pairs)"), label="pairs"))
+        else:
+            path = Path(text)
+            if not path.is_file():
+                raise InputError(f"--workload {text!r} is neither PROMPT:OUTPUT nor a file",
+                                 hint="e.g. --workload 8k:1k (vLLM's notation: k = 1000, K = "
+                                      "1024), or a file of (prompt, output) pairs")
+            if path.stat().st_size > 16 * 2**20:
+                raise InputError(f"--workload {path} is over 16 MiB")
+            try:
+                body = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"--workload {path} is not UTF-8 text (byte {exc.start})"
+                                 ) from None
+            out.append(Workload(parse_pairs_file(body, str(path)), label=path.name))
+    return out
 
 
 def sweep(model: str, *, draft: str | None = None, engine: str = "vllm",
@@ -571,7 +666,7 @@ def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
     from kvplan.pipeline.sweep import parse_lengths, run_sweep
     from kvplan.units import parse_size_bytes
 
-    raw_lengths = o.get("max_model_len", "8k..1M")
+    raw_lengths = o.get("max_model_len", "8K..1M")
     lengths = parse_lengths(raw_lengths if isinstance(raw_lengths, str) else str(raw_lengths)
                             if isinstance(raw_lengths, int) else ",".join(map(str, raw_lengths)))
     gpus, dtypes = _names(o.get("gpu", "H100")), _names(o.get("kv_cache_dtype", "auto"))
@@ -581,7 +676,7 @@ def _sweep_vllm(model: str, draft: str | None, o: Mapping[str, Any]) -> Sweep:
     dep = Deployment(vllm_version=o.get("vllm"), with_fix=o.get("with_fix", False),
                      tensor_parallel_size=o.get("tensor_parallel_size", 1),
                      allow_long_max_model_len=o.get("allow_long_max_model_len", False),
-                     max_num_batched_tokens=o.get("max_num_batched_tokens"),
+                     max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")),
                      speculative_method=o.get("speculative_method"),
                      num_speculative_tokens=o.get("num_speculative_tokens", 0),
                      draft_kv_cache_dtype=o.get("draft_kv_cache_dtype"))
@@ -724,19 +819,33 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
     if gpu is not None and not gpus:
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
     given = o.get("kv_cache_dtype")
+    workloads = parse_workloads(o.get("workload"))
+    if len(workloads) > 1:
+        raise InputError("kvplan fit takes one --workload", hint="run fit once per workload")
     return search(base, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                   kv_dtypes=_names(given) if given is not None else DEFAULT_KV_DTYPES,
                   kv_dtypes_given=given is not None, vendors=parse_vendors(o.get("vendor")),
                   max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
-                  progress=progress)
+                  progress=progress, workload=workloads[0] if workloads else None)
 
 def _available_kv_gib(o: Mapping[str, Any]) -> float | None:
-    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error."""
+    """--available-kv-gib as vLLM logged it: zero or negative plans into vLLM's no-memory error;
+    at most 16 TiB either way (units.MAX_MEMORY_BYTES). Refused beside kv_cache_memory."""
     import math
 
+    from kvplan.units import MAX_MEMORY_BYTES
+
     gib = o.get("available_kv_gib")
+    if gib is not None and o.get("kv_cache_memory") is not None:
+        raise InputError("--kv-cache-memory and --available-kv-gib both set the KV cache budget",
+                         hint="give one: --kv-cache-memory (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib (copied from a vLLM log)")
     if gib is not None and not math.isfinite(gib):
         raise InputError(f"--available-kv-gib must be a number, got {gib}")
+    if gib is not None and abs(gib) > MAX_MEMORY_BYTES / 2**30:
+        raise InputError(f"--available-kv-gib {gib} is out of range: at most "
+                         f"{MAX_MEMORY_BYTES // 2**30:,} GiB (16 TiB) per GPU",
+                         hint="copy the figure of vLLM's 'Available KV cache memory: X GiB' line")
     return gib  # type: ignore[no-any-return]
 
 def _names(value: str | list[str]) -> list[str]:
@@ -772,8 +881,11 @@ def _options(options: Mapping[str, Any], schema: type, where: str) -> dict[str, 
 
 
 def _is_a(value: object, t: Any) -> bool:
+    import types
     import typing
 
+    if isinstance(t, types.UnionType):
+        return any(_is_a(value, a) for a in typing.get_args(t))
     if t is type(None):
         return value is None
     base = typing.get_origin(t) or t
@@ -788,26 +900,21 @@ def _is_a(value: object, t: Any) -> bool:
 
 
 def parse_max_model_len(value: int | str | None) -> tuple[int | None, bool]:
-    """--max-model-len: None (the config's), a count (131072, '128k') or auto / -1 → (len, auto)."""
-    from kvplan.units import parse_token_count
+    """--max-model-len as vLLM reads it (human_readable_int_or_auto: 128k = 128,000, 128K =
+    131,072, auto / -1) → (len, auto); None: the config's."""
+    from kvplan.units import read_tokens
 
     if value is None:
         return None, False
-    v = str(value).strip().lower()
-    if v in ("auto", "-1"):
-        return None, True
-    try:
-        n = parse_token_count(v)
-    except ValueError:
-        raise InputError(f"--max-model-len must be a number, 'auto' or -1, got {value!r}",
-                         hint="a token count such as 131072, 128k or 1M; auto (or -1) fits it "
-                              "to the memory") from None
-    if n < 1:
-        raise InputError(f"--max-model-len must be ≥ 1 (or auto), got {value!r}")
-    if n > 2**31:
-        raise InputError(f"--max-model-len {value} is out of range (at most {2**31:,})",
-                         hint="or use --max-model-len auto")
-    return n, False
+    n = read_tokens(value, "--max-model-len", auto=True)
+    return (None, True) if n == -1 else (n, False)
+
+
+def parse_batched_tokens(value: int | str | None) -> int | None:
+    """--max-num-batched-tokens as vLLM reads it (human_readable_int: 16k = 16,000)."""
+    from kvplan.units import read_tokens
+
+    return None if value is None else read_tokens(value, "--max-num-batched-tokens")
 
 
 def speculative_config(value: Mapping[str, Any] | str | None) -> dict[str, Any]:

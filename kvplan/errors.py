@@ -64,8 +64,41 @@ class HubError(KvplanError):
     default_hint = "pass a local folder or config.json, or warm the Hugging Face cache first"
 
 
+# why vLLM refuses a deployment before it sizes the KV cache (a StartupError's `cause`; the
+# plan's `failure_cause` takes the same value)
+STARTUP_CAUSES = ("max_model_len", "trust_remote_code", "config")
+
+
 class StartupError(KvplanError):
-    """vLLM itself would refuse this deployment at start-up (exit 1, like a capacity error)."""
+    """vLLM itself would refuse this deployment at start-up, before it sizes the KV cache: a
+    max_model_len past the config's derived one, custom code without --trust-remote-code, a
+    configuration vLLM rejects (exit 1, like a capacity miss). It carries vLLM's exception type
+    and text; `kvplan.pipeline.deploy.evaluate_plan` turns it into a plan that says so.
+
+    Raise it as `StartupError.vllm("ValueError", vllm_text, cause="max_model_len", hint=...)`;
+    the message is "vLLM would raise ValueError: <vllm_text>". A plain
+    `StartupError("vLLM would raise X: text")` is read back into its type and text."""
 
     exit_code = EXIT_DOES_NOT_FIT
     default_hint = "change the deployment so that vLLM accepts it"
+
+    def __init__(self, message: str, hint: str | None = None, *, error_type: str | None = None,
+                 vllm_message: str | None = None, cause: str = "config") -> None:
+        super().__init__(message, hint)
+        if error_type is None:
+            head, sep, text = message.partition(": ")
+            words = head.split()
+            if sep and len(words) == 4 and words[:3] == ["vLLM", "would", "raise"]:
+                error_type, vllm_message = words[3], text
+        if cause not in STARTUP_CAUSES:
+            raise ValueError(f"unknown start-up cause {cause!r}; one of {STARTUP_CAUSES}")
+        self.error_type = error_type or "RuntimeError"
+        self.vllm_message = message if vllm_message is None else vllm_message
+        self.cause = cause
+
+    @classmethod
+    def vllm(cls, error_type: str, vllm_message: str, *, cause: str = "config",
+             hint: str | None = None) -> StartupError:
+        """vLLM would raise `error_type` with exactly `vllm_message`."""
+        return cls(f"vLLM would raise {error_type}: {vllm_message}", hint, error_type=error_type,
+                   vllm_message=vllm_message, cause=cause)

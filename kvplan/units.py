@@ -152,60 +152,154 @@ def nvfp4_kv_cache_full_dim(head_size: int) -> int:
     return head_size // 2 + head_size // 16
 
 
-def parse_token_count(text: str, *, decimals: bool = False) -> int:
-    """'131072', '128k', '1M' (k = 1024, M = 2^20 tokens) → an int; ValueError if unreadable.
-    With `decimals`, '1.5k' is read too (truncated to whole tokens)."""
-    t = str(text).strip().lower()
-    mult = 1
-    if t.endswith("k"):
-        t, mult = t[:-1], 1024
-    elif t.endswith("m"):
-        t, mult = t[:-1], 1024 * 1024
-    return int(float(t) * mult) if decimals else int(t) * mult
+# ---- lengths and sizes as `vllm serve` reads them -------------------------------------------
+
+# vLLM: utils/argparse_utils.py human_readable_int (identical in 0.31-0.34); arg_utils.py
+# _compute_kwargs gives it to --max-num-batched-tokens, --max-num-scheduled-tokens,
+# --kv-cache-memory-bytes, --max-num-queued-tokens and (with -1 / auto) --max-model-len
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+LENGTH_FORMS = ("k/m/g/t = 10^3/10^6/10^9/10^12 and K/M/G/T = 2^10/2^20/2^30/2^40 (128k = 128,000, "
+                "128K = 131,072); decimals only with a lower-case suffix (25.6k = 25,600)")
+MAX_TOKENS = 2**31  # kvplan's bound on any length (tokens)
+# kvplan's bound on a memory size per GPU: 16 TiB, ~60x the largest GPU memory in the catalogue
+# (B300, 288 GB). Past it a size is a typo (1e30), and the planner's block counts stop meaning
+# anything (vLLM would try to allocate it).
+MAX_MEMORY_BYTES = 2**44
 
 
+class BinaryDecimalError(ValueError):
+    """vLLM's argparse.ArgumentTypeError for a decimal with a binary suffix ('1.5K')."""
+
+
+def human_readable_int(value: str) -> int:
+    """vLLM: utils.argparse_utils.human_readable_int — '128k' → 128,000, '128K' → 131,072,
+    '25.6k' → 25,600 (float × 10^3, truncated); '1.5K' → BinaryDecimalError; anything else
+    through int() (ValueError)."""
+    value = value.strip()
+    match = _HUMAN_INT.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL_SUFFIX:
+            return int(float(number) * _DECIMAL_SUFFIX[suffix])
+        try:
+            return int(number) * _BINARY_SUFFIX[suffix]
+        except ValueError:
+            raise BinaryDecimalError(
+                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to "
+                f"use {number}{suffix.lower()} instead?") from None
+    return int(value)
+
+
+def human_readable_int_or_auto(value: str) -> int:
+    """vLLM: utils.argparse_utils.human_readable_int_or_auto — '-1' / 'auto' → -1."""
+    value = value.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    return human_readable_int(value)
+
+
+def read_human_int(value: int | float | str, flag: str, *, auto: bool = False) -> int:
+    """A length (or --kv-cache-memory-bytes) exactly as `vllm serve` parses `flag`; -1 means auto
+    when `auto` (--max-model-len). Ints pass through (TOML, JSON, the API); a text is read by
+    vLLM's own rule, and refused with argparse's words for it ("argument --max-model-len:
+    invalid human_readable_int_or_auto value: '1.5'"). The one parser of every length kvplan
+    reads: flags, serve lines, ci files, spec files, the API."""
+    if isinstance(value, bool):
+        raise InputError(f"argument {flag}: expected a number, got {value!r}",
+                         hint=f"lengths are read as vLLM reads them: {LENGTH_FORMS}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise InputError(f"argument {flag}: {value!r} is not a whole number",
+                         hint=f"lengths are read as vLLM reads them: {LENGTH_FORMS}")
+    if not isinstance(value, str):
+        raise InputError(f"argument {flag}: expected a number or a text such as 128k, "
+                         f"got {type(value).__name__}")
+    fn = human_readable_int_or_auto if auto else human_readable_int
+    try:
+        return fn(value)
+    except BinaryDecimalError as exc:
+        raise InputError(f"argument {flag}: {exc}",
+                         hint=f"vLLM reads it with {fn.__name__}: {LENGTH_FORMS}") from None
+    except ValueError:
+        raise InputError(f"argument {flag}: invalid {fn.__name__} value: {value!r}",
+                         hint=f"vLLM reads it with {fn.__name__}: {LENGTH_FORMS}"
+                              + ("; or -1 / auto" if auto else "")) from None
+
+
+def read_tokens(value: int | float | str, flag: str, *, auto: bool = False,
+                minimum: int = 1) -> int:
+    """`read_human_int`, then bounded: `minimum` ≤ n ≤ 2^31 (or -1 = auto when `auto`)."""
+    n = read_human_int(value, flag, auto=auto)
+    if auto and n == -1:
+        return n
+    if n < minimum:
+        raise InputError(f"{flag} must be ≥ {minimum}{' (or auto / -1)' if auto else ''}, "
+                         f"got {value!r}")
+    if n > MAX_TOKENS:
+        raise InputError(f"{flag} {value} is out of range (at most {MAX_TOKENS:,} tokens)",
+                         hint="or use --max-model-len auto" if auto else None)
+    return n
+
+
+# kvplan's spelled-out size units (case-insensitive), beside vLLM's one-letter suffixes
 _SIZE_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-    "t": 10**12, "tb": 10**12,
+    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20,
     "gi": 1 << 30, "gib": 1 << 30, "ti": 1 << 40, "tib": 1 << 40,
 }
+SIZE_FORMS = ("bytes, 20GiB / 512MiB / 1.5TiB, 20GB (10^9), or vLLM's one-letter suffixes: "
+              "20G = 20 GiB, 20g = 20 x 10^9")
 
 
-def parse_kv_cache_memory_bytes(text: str | int) -> int:
+def parse_kv_cache_memory_bytes(text: str | int, what: str = "--kv-cache-memory") -> int:
     """--kv-cache-memory: a size as `parse_size_bytes`, or zero, or negative ('-2GiB'): vLLM runs
     its KV planner with any such value (and fails with no memory for the cache blocks)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text if text <= 0 else parse_size_bytes(text, what)
     s = str(text).strip()
     sign = -1 if s.startswith("-") else 1
     body = s[1:].strip() if sign < 0 else s
     zero = re.fullmatch(r"0+(?:\.0*)?\s*([A-Za-z]*)", body)
-    if zero and zero.group(1).lower() in _SIZE_UNITS:
+    if zero and (zero.group(1) == "" or zero.group(1).lower() in _SIZE_UNITS
+                 or zero.group(1) in _DECIMAL_SUFFIX or zero.group(1) in _BINARY_SUFFIX):
         return 0
-    return sign * parse_size_bytes(body)
+    return sign * parse_size_bytes(body, what)
 
 
-def parse_size_bytes(text: str | int) -> int:
-    """'20GiB', '20G', '1.5TiB', '21474836480' → bytes (vLLM's human-readable sizes)."""
+def parse_size_bytes(text: str | int, what: str = "") -> int:
+    """A memory size per GPU → bytes, 1 ≤ bytes ≤ 16 TiB. A plain number or a number with one
+    suffix letter is read as vLLM reads --kv-cache-memory-bytes (human_readable_int: 40G =
+    40 GiB, 40g = 40 x 10^9, 1.5G refused with vLLM's words); kvplan also reads spelled-out
+    units ('20GiB', '1.5TiB', '20GB', '512MiB') and '2e10'."""
+    where = f" for {what}" if what else ""
+    if isinstance(text, bool):
+        raise InputError(f"cannot read size {text!r}{where}", hint=f"write {SIZE_FORMS}")
     if isinstance(text, int):
         value = text
     else:
-        s = str(text).strip().replace("_", "").replace(",", "")
-        i = 0
-        while i < len(s) and (s[i].isdigit() or s[i] in ".eE+") :
-            if s[i] in "eE" and not s[i + 1:i + 2].lstrip("+-").isdigit():
-                break
-            i += 1
-        num, unit = s[:i], s[i:].strip().lower()
-        if not num or unit not in _SIZE_UNITS:
-            raise InputError(f"cannot read size {text!r}",
-                             hint="write bytes or a unit form such as 20GiB, 20G, 1.5TiB, 512MiB")
-        try:
-            value = int(float(num) * _SIZE_UNITS[unit]) if "." in num or "e" in num.lower() \
-                else int(num) * _SIZE_UNITS[unit]
-        except ValueError:
-            raise InputError(f"cannot read size {text!r}",
-                             hint="write bytes or a unit form such as 20GiB") from None
+        s = str(text).strip()
+        if _HUMAN_INT.fullmatch(s) or s.isdecimal():
+            value = read_human_int(s, what or "--kv-cache-memory-bytes")
+        else:
+            body = s.replace("_", "")
+            m = re.fullmatch(r"(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
+                             r"\s*([A-Za-z]*)", body)
+            if m is None or m.group(2).lower() not in (_SIZE_UNITS | {"": 1}):
+                raise InputError(f"cannot read size {text!r}{where}", hint=f"write {SIZE_FORMS}")
+            num, unit = m.group(1), m.group(2).lower()
+            mult = _SIZE_UNITS.get(unit, 1)
+            value = (int(num) * mult if num.isdecimal()
+                     else int(float(num) * mult))
     if value <= 0:
-        raise InputError(f"size must be positive, got {text!r}")
+        raise InputError(f"size must be positive, got {text!r}{where}")
+    if value > MAX_MEMORY_BYTES:
+        raise InputError(f"size {text}{where} is out of range: at most {MAX_MEMORY_BYTES:,} B "
+                         "(16 TiB) per GPU",
+                         hint="no GPU has more than a few hundred GiB (kvplan gpus); a larger "
+                              "value is a typo, and the planner's block counts would mean nothing")
     return value

@@ -52,7 +52,7 @@ def test_check_estimated_budget_equals_the_cli_json() -> None:
     cli = cli_json(["check", QWEN, "--gpu", "H100", "--max-model-len", "32k",
                     "--kv-cache-dtype", "fp8"])
     assert plan.model_dump(mode="json") == cli
-    assert plan.budget_mode == "estimated" and plan.max_model_len == 32 * 1024
+    assert plan.budget_mode == "estimated" and plan.max_model_len == 32_000  # vLLM: k = 10^3
 
 
 def test_check_explain_tp_and_speculative_config_equal_the_cli_json() -> None:
@@ -76,15 +76,18 @@ def test_check_specs_path_and_dict_equal_the_cli_json() -> None:
     assert by_path.total_gib_needed == ["7.78"]  # vLLM 0.34.0 with PR #53499 (golden)
     relabelled = kvplan.check_specs(str(SEED), model="mine", kv_cache_memory="48GiB")
     assert relabelled.model == "mine" and relabelled.budget_mode == "explicit"
-    assert relabelled.model_dump(mode="json") == cli_json(
-        ["check", "mine", "--specs", str(SEED), "--kv-cache-memory", "48GiB"])
+    # the CLI refuses MODEL beside --specs (two answers to "what to plan"); the API's model= labels
+    cli_budget = cli_json(["check", "--specs", str(SEED), "--kv-cache-memory", "48GiB"])
+    assert relabelled.model_dump(mode="json") == {**cli_budget, "model": "mine"}
+    refused = CliRunner().invoke(app, ["check", "mine", "--specs", str(SEED)])
+    assert refused.exit_code == 2 and "both say what to plan" in refused.stderr
 
 
 def test_sweep_equals_the_cli_json() -> None:
     cli = cli_json(["sweep", LLAMA, "--gpu", "H100,B200", "--kv-cache-dtype", "auto,fp8",
-                    "--max-model-len", "8k..128k"])
+                    "--max-model-len", "8K..128K"])
     sw = kvplan.sweep(LLAMA, gpu=["H100", "B200"], kv_cache_dtype="auto,fp8",
-                      max_model_len="8k..128k")
+                      max_model_len="8K..128K")
     assert sw.model_dump(mode="json") == cli
     assert sw.lengths == [8192, 16384, 32768, 65536, 131072] and len(sw.rows) == 4
     assert kvplan.sweep(LLAMA, gpu="H100,B200", kv_cache_dtype=["auto", "fp8"],
@@ -189,10 +192,11 @@ def test_fit_rejects_what_the_cli_rejects() -> None:
 
 def test_the_long_max_model_len_rule_and_negative_memory_through_the_api() -> None:
     qwen3_8b = str(CONFIGS / "Qwen--Qwen3-8B")  # max_position_embeddings 40960
-    with pytest.raises(kvplan.KvplanError, match=r"derived max_model_len \(max_position_embeddings"
-                       r"=40960\.0") as err:
-        kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB")
-    assert err.value.exit_code == 1  # vLLM refuses at start-up: a verdict, not bad input
+    refused = kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB")
+    # vLLM refuses at start-up: a plan that does not fit (a verdict, not bad input)
+    assert not refused.fits and refused.refused_at_startup
+    assert refused.failure_cause == "max_model_len" and refused.error_type == "ValueError"
+    assert "derived max_model_len (max_position_embeddings=40960.0" in (refused.error_message or "")
     plan = kvplan.check(qwen3_8b, max_model_len=131072, kv_cache_memory="20GiB",
                         allow_long_max_model_len=True)
     assert plan.max_model_len == 131072
@@ -210,7 +214,8 @@ def test_a_bad_max_model_len_names_the_forms_it_takes() -> None:
     with pytest.raises(kvplan.InputError) as err:
         kvplan.check(LLAMA, max_model_len="lots")
     assert "128k" in (err.value.hint or "")
-    assert kvplan.api.parse_max_model_len("32k") == (32768, False)
+    assert kvplan.api.parse_max_model_len("32k") == (32000, False)  # as vLLM reads it
+    assert kvplan.api.parse_max_model_len("32K") == (32768, False)
 
 
 # ---- engine="sglang" ------------------------------------------------------------------------------

@@ -59,9 +59,18 @@ def test_format_gib_matches_vllm_rounding() -> None:
 
 def test_parse_size() -> None:
     assert parse_size_bytes("20GiB") == 20 * 2**30
-    assert parse_size_bytes("20G") == 20 * 10**9
+    assert parse_size_bytes("20G") == 20 * 2**30  # vLLM's --kv-cache-memory-bytes: G = GiB
+    assert parse_size_bytes("20g") == 20 * 10**9  # ... and g = 10^9
+    assert parse_size_bytes("20GB") == 20 * 10**9
     assert parse_size_bytes("1.5TiB") == int(1.5 * 2**40)
+    assert parse_size_bytes("2e10") == 2 * 10**10
     assert parse_size_bytes("123") == 123
-    for bad in ("", "lots", "-1GiB", "0"):
+    with pytest.raises(InputError, match="Decimals are not allowed with binary suffixes like G"):
+        parse_size_bytes("1.5G")
+    for huge in ("1e30", "17TiB", 2**44 + 1):  # 16 TiB per GPU at most: beyond, a typo
+        with pytest.raises(InputError, match="out of range"):
+            parse_size_bytes(huge)
+    assert parse_size_bytes(2**44) == 2**44
+    for bad in ("", "lots", "-1GiB", "0", "20 G", "1.5.5GiB"):
         with pytest.raises(InputError):
             parse_size_bytes(bad)

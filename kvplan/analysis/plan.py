@@ -13,6 +13,7 @@ from kvplan.analysis.explain import Explanation
 from kvplan.analysis.log_agreement import LogDisagreement
 from kvplan.analysis.serving import ServingCheck
 from kvplan.analysis.sglang_log_check import SglangLogCheck
+from kvplan.analysis.workload import WorkloadResult
 from kvplan.budget.kv_memory import KvBudget
 from kvplan.engines.sglang.result import SglangResult
 from kvplan.engines.vllm.planner import EngineResult
@@ -37,6 +38,10 @@ class FailureCause(StrEnum):
     KV_CACHE = "kv_cache"  # memory is left for the KV cache, but less than the request needs
     GROUPING = "grouping"  # vLLM fails while grouping the layers
     OTHER = "other"  # another vLLM error (the error_type / error_message say which)
+    # vLLM refuses before it sizes the KV cache (refused_at_startup; kvplan.errors.STARTUP_CAUSES)
+    MAX_MODEL_LEN = "max_model_len"  # past the config's derived length, without the env var
+    TRUST_REMOTE_CODE = "trust_remote_code"  # the config needs custom code: --trust-remote-code
+    CONFIG = "config"  # another configuration vLLM rejects (error_type / error_message say which)
 
 
 class FrozenModel(BaseModel):
@@ -120,9 +125,15 @@ class Plan(FrozenModel):
     total_blocks_per_request: int
     total_bytes_needed: list[int]
     total_gib_needed: list[str]
+    total_bytes_needed_after_planning: list[int] = Field(
+        default_factory=list, description="KV bytes one request needs per worker at "
+        "max_model_len_after_planning: with --max-model-len auto, at the length vLLM fitted "
+        "(what its capacity check then compares); else equal to total_bytes_needed")
     check_memory_bytes: list[int]
     check_gib: list[str]
-    margin_bytes: int | None = Field(description="available − needed on the tightest worker")
+    margin_bytes: int | None = Field(
+        description="available after the null block − needed, on the tightest worker, at "
+        "max_model_len_after_planning (the length vLLM runs with; auto-fit: the fitted one)")
     estimated_max_model_len: list[int]
     num_blocks: int | None
     max_concurrency: float | None
@@ -136,6 +147,12 @@ class Plan(FrozenModel):
                                   "weights leave no KV memory per GPU (see weights_limit)")
     weights_limit: WeightsLimit | None = Field(
         default=None, description="set when failure_cause is 'weights'")
+    refused_at_startup: bool = Field(
+        default=False, description="vLLM refuses the deployment before it sizes the KV cache "
+        "(failure_cause max_model_len, trust_remote_code or config; error_type and "
+        "error_message are vLLM's): no groups, and the KV numbers are empty or 0")
+    failure_hint: str | None = Field(
+        default=None, description="what to change so that vLLM accepts it (a refusal)")
     grouping_path: str | None
     padding_layer_warnings: list[str]
     warnings: list[str] = Field(default_factory=list)
@@ -165,6 +182,9 @@ class Plan(FrozenModel):
                                   "holds `concurrency` requests of the context length at once")
     sglang_log: SglangLogCheck | None = Field(
         default=None, description="--from-log with an SGLang log: its numbers beside kvplan's")
+    workload: list[WorkloadResult] | None = Field(
+        default=None, description="--workload: how many such requests vLLM's scheduler runs "
+                                  "at once on this KV cache, one entry per workload")
 
     def to_json(self) -> str:
         """The `kvplan check --json` text (indented, ASCII, keys in field order)."""
@@ -234,7 +254,9 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
             bytes_per_request=d.blocks_per_request * pool,
             share_of_total_pct=round(d.blocks_per_request / total * 100, 2)))
     check = list(result.effective_check_memory_bytes or result.check_memory_bytes)
-    margins = [c - n for c, n in zip(check, result.total_bytes_needed, strict=False)]
+    # the margin where vLLM checks: at the auto-fitted length when it reduced max_model_len
+    needed_at = list(result.bytes_needed_after_planning or result.total_bytes_needed)
+    margins = [c - n for c, n in zip(check, needed_at, strict=False)]
     if result.grouping_error is not None:
         verdict = Verdict.CANNOT_GROUP
     else:
@@ -265,7 +287,8 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         groups=rows, num_groups=len(rows), pool_bytes_per_block=list(result.pool_bytes_per_block),
         total_blocks_per_request=result.total_blocks_per_request,
         total_bytes_needed=list(result.total_bytes_needed),
-        total_gib_needed=list(result.total_gib_needed), check_memory_bytes=check,
+        total_gib_needed=list(result.total_gib_needed),
+        total_bytes_needed_after_planning=needed_at, check_memory_bytes=check,
         check_gib=[format_gib(c) for c in check],
         margin_bytes=min(margins) if margins else None,
         estimated_max_model_len=list(result.estimated_max_model_len),
@@ -281,6 +304,30 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         total_max_concurrency=(result.max_concurrency * data_parallel_size
                                if result.max_concurrency is not None else None),
         vllm_contract=contract_dict(result))
+
+
+def refused_plan(*, model: str, vllm_version: str, with_fix: bool, error_type: str,
+                 error_message: str, cause: str, hint: str | None = None,
+                 draft: str | None = None, gpu: str | None = None, budget_mode: str = "estimated",
+                 available_kv_bytes: tuple[int, ...] = (), max_model_len: int = 0,
+                 max_num_batched_tokens: int = 0, warnings: tuple[str, ...] = (),
+                 data_parallel_size: int = 1) -> Plan:
+    """A deployment vLLM refuses before it sizes the KV cache (a `StartupError`): a plan that
+    does not fit, with vLLM's error and why (exit 1, like a capacity miss), and no KV numbers."""
+    return Plan(
+        model=model, draft=draft, vllm_version=vllm_version, with_fix=with_fix, gpu=gpu,
+        budget_mode=budget_mode, available_kv_bytes=list(available_kv_bytes),
+        max_model_len=max_model_len, max_model_len_after_planning=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens, max_in_flight_tokens=0,
+        verdict=Verdict.DOES_NOT_FIT, fits=False, groups=[], num_groups=0,
+        pool_bytes_per_block=[], total_blocks_per_request=0, total_bytes_needed=[],
+        total_gib_needed=[], check_memory_bytes=[], check_gib=[], margin_bytes=None,
+        estimated_max_model_len=[], num_blocks=None, max_concurrency=None,
+        kv_cache_size_tokens=None, capacity_log_line=None, capacity_is_hypothetical=False,
+        error_type=error_type, error_message=error_message, failure_cause=FailureCause(cause),
+        refused_at_startup=True, failure_hint=hint, grouping_path=None,
+        padding_layer_warnings=[], warnings=list(warnings),
+        data_parallel_size=data_parallel_size)
 
 
 def gib(num_bytes: int) -> float:

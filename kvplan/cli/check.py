@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Opt, command, emit, handles_errors
+from kvplan.cli.common import Opt, command, emit, handles_errors, output_format
 from kvplan.cli.engine_options import SGLANG_OPTIONS, with_engine_options
-from kvplan.errors import ConfigError, HubError, InputError
+from kvplan.errors import ConfigError, HubError, InputError, StartupError
 
 
 @command()
@@ -39,8 +39,11 @@ def check(
         "--draft-kv-cache-dtype", help="default: inherit --kv-cache-dtype, as vLLM does")] = None,
     dtype: Annotated[str, Opt("--dtype", help="model dtype (auto, bfloat16, float16)")] = "auto",
     max_model_len: Annotated[str | None, Opt(
-        "--max-model-len", help="context length, 128k style, or auto / -1")] = None,
-    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+        "--max-model-len", help="context length as vLLM reads it (128k = 128,000, 128K = 131,072), "
+        "or auto / -1")] = None,
+    max_num_batched_tokens: Annotated[str | None, Opt(
+        "--max-num-batched-tokens", help="tokens per step, as vLLM reads it: 16k = 16,000, "
+        "16K = 16,384")] = None,
     max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
     block_size: Annotated[int | None, Opt("--block-size")] = None,
     draft_block_size: Annotated[int | None, Opt(
@@ -91,6 +94,15 @@ def check(
     ] = False,
     allow_deprecated_quantization: Annotated[bool, Opt(
         "--allow-deprecated-quantization", help="as vLLM's: serve e.g. fbgemm_fp8")] = False,
+    workload: Annotated[list[str] | None, Opt(
+        "--workload", help="PROMPT:OUTPUT tokens (vLLM's notation: 8k:1k = 8000:1000, 8K = 8192; "
+        "repeatable) or a file of pairs: how many such requests vLLM's scheduler runs at once")
+    ] = None,
+    async_scheduling: Annotated[bool | None, Opt(
+        "--async-scheduling/--no-async-scheduling", help="default: vLLM's (on)")] = None,
+    enable_chunked_prefill: Annotated[bool | None, Opt(
+        "--enable-chunked-prefill/--no-enable-chunked-prefill", help="default: vLLM's (on)")
+    ] = None,
     engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
@@ -98,15 +110,18 @@ def check(
     from kvplan.cli.sglang_check import route
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
 
-    if fmt not in ("table", "json", "markdown"):
-        raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    fmt = output_format(fmt, as_json)
+    as_json = fmt == "json"
+    _refuse_conflicts(model=model, specs=specs, serve=serve, from_log=from_log,
+                      kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib)
     route(dict(locals()))  # --engine sglang / vllm,sglang, SGLang lines and logs: plans, exits
     allow_long = allow_long_from_env(os.environ.get(LONG_ENV))
     if specs is not None:
         plan = api.check_specs(specs, model=model, vllm=vllm, with_fix=with_fix,
                                kv_cache_memory=kv_cache_memory, available_kv_gib=available_kv_gib,
                                max_model_len=max_model_len,
-                               max_num_batched_tokens=max_num_batched_tokens, explain=explain)
+                               max_num_batched_tokens=max_num_batched_tokens, explain=explain,
+                               workload=workload)
         raise typer.Exit(emit(plan, fmt, as_json))
     if serve is not None or from_log is not None:
         from kvplan.units import parse_kv_cache_memory_bytes
@@ -115,7 +130,7 @@ def check(
         if kv_cache_memory is not None:  # 0 or negative: vLLM's no-memory error
             given["kv_cache_memory"] = parse_kv_cache_memory_bytes(kv_cache_memory)
         _check_serve_or_log(serve, from_log, given, allow_long=allow_long, explain=explain,
-                            fmt=fmt, as_json=as_json)
+                            fmt=fmt, as_json=as_json, workload=workload)
         return
     if model is None:
         raise InputError("nothing to plan", hint="give a MODEL (hub id, folder, config.json), "
@@ -139,7 +154,9 @@ def check(
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
         explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert,
         trust_remote_code=trust_remote_code,
-        allow_deprecated_quantization=allow_deprecated_quantization)
+        allow_deprecated_quantization=allow_deprecated_quantization,
+        async_scheduling=async_scheduling, enable_chunked_prefill=enable_chunked_prefill,
+        workload=workload)
     raise typer.Exit(emit(plan, fmt, as_json))
 
 
@@ -152,9 +169,27 @@ def explain_command(*args: Any, **kwargs: Any) -> None:
     check(*args, **kwargs)
 
 
+def _refuse_conflicts(*, model: str | None, specs: Path | None, serve: str | None,
+                      from_log: Path | None, kv_cache_memory: str | None,
+                      available_kv_gib: float | None) -> None:
+    """Flags that ask for two different things fail (exit 2) instead of one winning silently."""
+    if specs is not None and model is not None:
+        raise InputError(f"MODEL ({model}) and --specs both say what to plan",
+                         hint="give one: a layer-spec file plans the layers it lists (its `name` "
+                              "labels the plan)")
+    if specs is not None and (serve is not None or from_log is not None):
+        raise InputError("--specs with " + ("--serve" if serve is not None else "--from-log")
+                         + ": a layer-spec file cannot take a serve line's or a log's model",
+                         hint="plan one of them at a time")
+    if kv_cache_memory is not None and available_kv_gib is not None:
+        raise InputError("--kv-cache-memory and --available-kv-gib both set the KV cache budget",
+                         hint="give one: --kv-cache-memory (vLLM's kv_cache_memory_bytes) or "
+                              "--available-kv-gib (copied from a vLLM log)")
+
+
 # check's options that describe the deployment (the others pick what to plan and how to show it)
 _NOT_DEPLOYMENT = frozenset({"specs", "serve", "from_log", "fmt", "as_json", "explain",
-                             "engine_values"})
+                             "engine_values", "workload"})
 
 
 def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
@@ -165,14 +200,15 @@ def _command_line_options(ctx: Any, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[str, Any], *,
-                        allow_long: bool, explain: bool, fmt: str, as_json: bool) -> None:
+                        allow_long: bool, explain: bool, fmt: str, as_json: bool,
+                        workload: list[str] | None = None) -> None:
     """Plan what a serve line and/or a start-up log describe: command line > serve line > log >
     defaults, key by key; the plan says where each value came from."""
     from dataclasses import replace
 
     from kvplan.models.resolution.max_len import LONG_ENV, allow_long_from_env
     from kvplan.pipeline.batch import layer_entries, log_entry, request_from_entry, serve_options
-    from kvplan.pipeline.deploy import log_notes
+    from kvplan.pipeline.deploy import log_notes, refusal, resolve
     from kvplan.pipeline.log_check import evaluate_log, with_log_findings
 
     notes: list[str] = []
@@ -225,19 +261,37 @@ def _check_serve_or_log(serve: str | None, from_log: Path | None, given: dict[st
                      f"{given['gpu_memory_utilization']}")
     req = request_from_entry(entry, {}, "the serve line" if serve else str(from_log))
     req = replace(req, explain=explain, logged_memory=log.memory if log is not None else None)
+    res = None
     try:
-        ev = evaluate_log(req, log, source)
+        res = resolve(req)
+        ev = evaluate_log(req, log, source, res)
     except (ConfigError, HubError) as exc:
         if source.get("model") != "log":
             raise
         raise type(exc)(f"the model the log names, {req.model!r}, cannot be read here: "
                         f"{exc.message}", hint="give the model next to the log: kvplan check "
                         "MODEL --from-log LOG (a hub id, a folder or a config.json)") from None
-    plan = ev.plan
-    extra = notes + (log_notes(log, ev) if log is not None else [])
+    except StartupError as exc:  # vLLM refuses it before sizing the KV cache: a plan too
+        plan, extra = refusal(req, exc, res), notes
+    else:
+        plan = _with_workload(ev, req, workload)
+        extra = notes + (log_notes(log, ev) if log is not None else [])
     plan = plan.model_copy(update={"notes": [*plan.notes, *extra],
                                    "provenance": {k: source[k] for k in sorted(source)}})
     if log is not None:  # every figure the log states that the plan does not reproduce: loud
         plan = with_log_findings(plan, log, source=source, log_keys=log_keys,
                                  unmodelled=log_unmodelled)
     raise typer.Exit(emit(plan, fmt, as_json))
+
+
+def _with_workload(ev: Any, req: Any, workload: list[str] | None) -> Any:
+    """--workload on a serve line / log plan."""
+    if not workload:
+        return ev.plan
+    from kvplan.api import parse_workloads
+    from kvplan.pipeline.workload import for_evaluation, not_started, with_workload
+
+    workloads = parse_workloads(workload)
+    if not ev.plan.fits:
+        return not_started(ev.plan)
+    return with_workload(ev.plan, for_evaluation(ev, req, workloads))

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from kvplan.errors import EXIT_DOES_NOT_FIT, EXIT_FITS, KvplanError
+from kvplan.errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError, KvplanError
 
 Opt = typer.Option
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +55,19 @@ def console(stderr: bool = False) -> Any:
         width = int(os.environ["COLUMNS"])
     return Console(stderr=stderr, width=width, no_color=bool(os.environ.get("NO_COLOR")),
                    highlight=False, soft_wrap=False)
+
+
+FORMATS = ("table", "json", "markdown")
+
+
+def output_format(fmt: str, as_json: bool) -> str:
+    """--format and --json → one of table, json, markdown; two different asks are an error."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown --format {fmt!r}", hint="use table, json or markdown")
+    if as_json and fmt not in ("json", "table"):
+        raise InputError(f"--json and --format {fmt} ask for two different outputs",
+                         hint="give one: --json (same as --format json) or --format " + fmt)
+    return "json" if as_json else fmt
 
 
 def emit(plan: Any, fmt: str, as_json: bool) -> int:

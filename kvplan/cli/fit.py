@@ -18,7 +18,7 @@ FIT_VLLM_ONLY = ("speculative_config", "speculative_method", "num_speculative_to
                  "max_num_batched_tokens", "max_num_seqs", "block_size",
                  "decode_context_parallel_size", "enable_prefix_caching", "mamba_cache_dtype",
                  "mamba_ssm_cache_dtype", "attention_backend", "gpu_memory_utilization",
-                 "enforce_eager", "hf_overrides", "vllm", "with_fix")
+                 "enforce_eager", "hf_overrides", "vllm", "with_fix", "workload")
 FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_requests",
               "chunked_prefill_size", "cuda_graph_max_bs", "disable_cuda_graph",
               "swa_full_tokens_ratio", "disable_radix_cache", "disable_overlap_schedule",
@@ -35,7 +35,7 @@ FIT_SGLANG = ("sglang", "mem_fraction_static", "page_size", "max_running_request
 def fit(
     model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
     max_model_len: Annotated[str, Opt("--max-model-len", help="the context length to serve, "
-                                      "128k style")],
+                                      "as vLLM reads it: 128k = 128,000, 128K = 131,072")],
     concurrency: Annotated[int, Opt("--concurrency", help="concurrent requests of that length")],
     gpu: Annotated[str | None, Opt("--gpu", help="comma-separated catalogue names (default: "
                                    "every catalogue GPU with a price)")] = None,
@@ -59,7 +59,9 @@ def fit(
     draft_tensor_parallel_size: Annotated[int | None, Opt("--draft-tensor-parallel-size")] = None,
     draft_block_size: Annotated[int | None, Opt("--draft-block-size")] = None,
     dtype: Annotated[str, Opt("--dtype")] = "auto",
-    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    max_num_batched_tokens: Annotated[str | None, Opt(
+        "--max-num-batched-tokens", help="tokens per step, as vLLM reads it: 16k = 16,000, "
+        "16K = 16,384")] = None,
     max_num_seqs: Annotated[int | None, Opt("--max-num-seqs")] = None,
     block_size: Annotated[int | None, Opt("--block-size")] = None,
     decode_context_parallel_size: Annotated[int, Opt("--decode-context-parallel-size",
@@ -78,6 +80,9 @@ def fit(
     vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile (default newest)")] = None,
     with_fix: Annotated[bool, Opt("--with-fix/--without-fix")] = False,
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout")] = False,
+    workload: Annotated[str | None, Opt(
+        "--workload", help="PROMPT:OUTPUT (or a file of pairs): --concurrency counts such "
+        "requests vLLM's scheduler runs at once without preemption")] = None,
     engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """The cheapest deployment (GPU, count, TP×PP×DP, KV dtype) that serves --max-model-len at
@@ -102,7 +107,7 @@ def fit(
         enable_prefix_caching=enable_prefix_caching, mamba_cache_dtype=mamba_cache_dtype,
         mamba_ssm_cache_dtype=mamba_ssm_cache_dtype, attention_backend=attention_backend,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, vllm=vllm,
-        with_fix=with_fix, hf_overrides=hf_overrides)
+        with_fix=with_fix, hf_overrides=hf_overrides, workload=workload)
     if "vllm" not in engines:
         vllm_opts = {}
     progress = DelayedProgress(console(stderr=True), "planning deployments")

@@ -24,8 +24,9 @@ def layers(
                                                    help="default: inherit --kv-cache-dtype")] = None,
     tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp",
                                                   help="heads and states are per TP rank")] = 1,
-    max_model_len: Annotated[str | None, Opt("--max-model-len", help="context length, 128k style (windows "
-                                                     "and block sizes may depend on it)")] = None,
+    max_model_len: Annotated[str | None, Opt(
+        "--max-model-len", help="context length as vLLM reads it (128k = 128,000; windows and "
+        "block sizes may depend on it)")] = None,
     gpu: Annotated[str | None, Opt("--gpu", help="catalogue name: picks the attention backends "
                                      "(and so the block sizes) as on that GPU")] = None,
     vllm: Annotated[str | None, Opt("--vllm", help="vLLM release profile: 0.31.0-0.34.0 (default "

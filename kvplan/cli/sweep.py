@@ -28,7 +28,9 @@ SWEEP_SGLANG = ("sglang", "tp_size", "mem_fraction_static", "page_size", "max_ru
                                                "both engines' rows")
 def sweep(
     model: Annotated[str, typer.Argument(help="hub id, local folder or config.json")],
-    max_model_len: Annotated[str, Opt("--max-model-len", help="8k..1M or 8k,32k,128k")] = "8k..1M",
+    max_model_len: Annotated[str, Opt(
+        "--max-model-len", help="8K..1M (doubling from 8,192) or a list 8k,32k,128k; each as "
+        "vLLM reads it: k = 10^3, K = 2^10")] = "8K..1M",
     gpu: Annotated[str, Opt("--gpu", help="comma-separated catalogue names")] = "H100",
     kv_cache_dtype: Annotated[str, Opt("--kv-cache-dtype", "--kv-dtype",
                                        help="comma-separated")] = "auto",
@@ -37,7 +39,9 @@ def sweep(
     num_speculative_tokens: Annotated[int, Opt("--num-speculative-tokens")] = 0,
     draft_kv_cache_dtype: Annotated[str | None, Opt("--draft-kv-cache-dtype")] = None,
     tensor_parallel_size: Annotated[int, Opt("--tensor-parallel-size", "-tp")] = 1,
-    max_num_batched_tokens: Annotated[int | None, Opt("--max-num-batched-tokens")] = None,
+    max_num_batched_tokens: Annotated[str | None, Opt(
+        "--max-num-batched-tokens", help="tokens per step, as vLLM reads it: 16k = 16,000, "
+        "16K = 16,384")] = None,
     gpu_memory_utilization: Annotated[float | None, Opt("--gpu-memory-utilization")] = None,
     kv_cache_memory: Annotated[str | None, Opt("--kv-cache-memory")] = None,
     vllm: Annotated[str | None, Opt("--vllm")] = None,

@@ -20,8 +20,9 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
     both = len(t.engines) > 1
     console.print(Text.assemble(("kvplan fit", "bold"), f"  model {t.model}",
                                 f"  draft {t.draft}" if t.draft else "", f"  {servers}"))
-    console.print(f"target: {t.concurrency} concurrent requests of {t.max_model_len:,} tokens · "
-                  f"{len(t.gpus)} GPU types"
+    what = (f"{t.workload} requests run without preemption (max_model_len "
+            f"{t.max_model_len:,})" if t.workload else f"requests of {t.max_model_len:,} tokens")
+    console.print(f"target: {t.concurrency} concurrent {what} · {len(t.gpus)} GPU types"
                   + (f" ({', '.join(v.upper() if v == 'amd' else 'NVIDIA' for v in t.vendors)})"
                      if t.vendors else "")
                   + f" · KV {', '.join(t.kv_cache_dtypes)} · at most {t.max_gpus} GPUs")
@@ -52,7 +53,8 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                     f"{c.tensor_parallel_size}×{c.pipeline_parallel_size}×"
                     f"{c.data_parallel_size}", kv]
             row += ["on" if c.speculative else "off"] if show_draft else []
-            row += [f"{c.max_concurrency:.1f}", f"{c.kv_cache_size_tokens:,}",
+            row += [(f"{c.workload_concurrency}" if c.workload_concurrency is not None
+                     else f"{c.max_concurrency:.1f}"), f"{c.kv_cache_size_tokens:,}",
                     f"{c.headroom_pct:+.0f}%", usd]
             rows.append(row)
         print_table(console, columns, rows, title="cheapest first (USD per hour, then GPU count)",
@@ -61,7 +63,9 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
             console.print(f"{i}. [dim]$[/] {escape(c.vllm_serve or c.sglang_launch or '')}",
                           soft_wrap=True)
             console.print(f"   [dim]check:[/] {escape(c.kvplan_check)}", soft_wrap=True)
-        console.print("[dim]conc. = " + ("the requests of max_model_len the KV tokens hold "
+        console.print("[dim]conc. = " + (f"{t.workload} requests vLLM's scheduler runs at once "
+                                          "without preemption" if t.workload else
+                                          "the requests of max_model_len the KV tokens hold "
                                           "(vLLM's maximum concurrency; SGLang's tokens / "
                                           "max_model_len)" if both else
                                           "SGLang's tokens / max_model_len"

@@ -3,6 +3,8 @@ table, JSON, markdown. Renders only; never computes a number."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -52,7 +54,89 @@ def _collapse(plan: Plan) -> list[tuple[str, GroupRow, int]]:
 
 def render_table(plan: Plan, console: Console) -> None:
     _render_main(plan, console)
+    render_workload(plan, console)
     render_explanation(plan, console)
+
+
+def refusal_line(plan: Plan) -> str:
+    """One line for a deployment vLLM refuses at start-up: why, and vLLM's error."""
+    return (f"vLLM {plan.vllm_version} refuses it at start-up ({plan.failure_cause}), before it "
+            f"sizes the KV cache: {plan.error_type}: {plan.error_message}")
+
+
+def _render_refusal(plan: Plan, console: Console) -> None:
+    """A deployment vLLM refuses before it sizes the KV cache: what was asked, vLLM's error."""
+    console.print(f"budget ({escape(plan.budget_mode)})  ·  max_model_len "
+                  f"{plan.max_model_len:,}" if plan.max_model_len else
+                  f"budget ({escape(plan.budget_mode)})")
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}")
+    for n in plan.notes:
+        console.print(f"[cyan]note:[/] {escape(n)}")
+    console.print(Text("DOES NOT FIT", style="bold red"),
+                  f"vLLM refuses it at start-up ({plan.failure_cause}), before it sizes the KV "
+                  "cache")
+    console.print(f"vLLM {plan.vllm_version} would raise {escape(plan.error_type or '')}: "
+                  f"{escape(plan.error_message or '')}", soft_wrap=True)
+    if plan.failure_hint:
+        console.print(f"what helps: {escape(plan.failure_hint)}", soft_wrap=True)
+
+
+_CAP = {"kv_cache": "KV cache", "max_num_seqs": "max_num_seqs"}
+
+
+def _group_blocks(rows: list[Any]) -> str:
+    """'mamba (align) 1 ×3 · full 12': blocks per group, identical neighbours merged."""
+    merged: list[list[Any]] = []
+    for r in rows:
+        if merged and merged[-1][0] == r.kind and merged[-1][1] == r.blocks:
+            merged[-1][2] += 1
+        else:
+            merged.append([r.kind, r.blocks, 1])
+    return " · ".join(f"{k} {b:,}" + (f" ×{n}" if n > 1 else "") for k, b, n in merged)
+
+
+def _limit(capped_by: str, kind: str | None) -> str:
+    """'KV (full)': the pool, and the kind of group that held the most of it."""
+    if capped_by == "kv_cache" and kind:
+        return f"KV ({kind})"
+    return _CAP.get(capped_by, capped_by)
+
+
+def render_workload(plan: Plan, console: Console) -> None:
+    """--workload: how many such requests vLLM's scheduler runs at once."""
+    if not plan.workload:
+        return
+    columns = [Column("workload", key=True, bare=True), Column("clean", "right"),
+               Column("limit", drop=2), Column("admits", "right"), Column("limit", drop=3),
+               Column("blocks of one request at its end", wrap=True, drop=1),
+               Column("formula", "right")]
+    rows: list[list[str | Text]] = []
+    for w in plan.workload:
+        formula = w.vllm_formula_concurrency
+        rows.append([w.label, _b(w.max_concurrent_without_preemption),
+                     _limit(w.concurrency_capped_by, w.capping_kind), _b(w.admission_peak),
+                     _limit(w.admission_capped_by, w.admission_capping_kind),
+                     _group_blocks(w.blocks_per_request_at_end),
+                     f"{formula:.2f}" if formula is not None else "-"])
+    print_table(console, columns, rows, title=f"Workload: vLLM {plan.vllm_version}'s scheduler, "
+                "requests submitted together", pad_edge=False, what="workload")
+    console.print(f"[dim]clean = the most requests submitted together that all run at once "
+                  f"and finish with no preemption; admits = the most running at once while more "
+                  f"wait (vLLM admits on the prompt), up to its first preemption or completion; "
+                  f"formula = the boot log's 'Maximum concurrency' at P+D tokens (at "
+                  f"max_model_len: {plan.max_concurrency or 0:.2f}); "
+                  f"{plan.workload[0].usable_blocks:,} usable blocks, max_num_seqs "
+                  f"{plan.workload[0].max_num_seqs:,}[/]")
+    for w in plan.workload:
+        pool = w.kv_pool_at_first_preemption
+        if pool and w.capping_kind is not None and len(pool) > 1:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" makes vLLM preempt; the pool then holds "
+                          f"{escape(_group_blocks(pool))} blocks[/]")
+        elif w.next_request_preempts is False:
+            console.print(f"[dim]{escape(w.label)}: request {w.max_concurrent_without_preemption + 1}"
+                          f" waits for blocks until a request completes[/]")
 
 
 def _render_main(plan: Plan, console: Console) -> None:
@@ -65,6 +149,9 @@ def _render_main(plan: Plan, console: Console) -> None:
     if plan.gpu:
         head.append(f"  GPU {plan.gpu}")
     console.print(head)
+    if plan.refused_at_startup:
+        _render_refusal(plan, console)
+        return
     console.print(f"budget ({escape(plan.budget_mode)}): "
                   f"{_workers(plan.available_kv_bytes, _b)} B available for KV per GPU  ·  "
                   f"max_model_len {plan.max_model_len:,}  ·  max_num_batched_tokens "
@@ -126,11 +213,16 @@ def _render_main(plan: Plan, console: Console) -> None:
         f"{_workers(plan.check_memory_bytes, _b)} B ({_workers(plan.check_gib)} GiB)")
     if plan.fits:
         margin = plan.margin_bytes or 0
-        console.print(Text("FITS", style="bold green"),
-                      f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
-        if plan.max_model_len_after_planning != plan.max_model_len:
-            console.print(f"auto-fit: max_model_len reduced from {plan.max_model_len:,} to "
-                          f"{plan.max_model_len_after_planning:,}")
+        fitted = plan.max_model_len_after_planning
+        if fitted != plan.max_model_len:  # --max-model-len auto: vLLM fits the length first
+            console.print(f"auto-fit: vLLM reduces max_model_len from {plan.max_model_len:,} to "
+                          f"{fitted:,}, where one request needs "
+                          f"{_workers(plan.total_bytes_needed_after_planning, _b)} B")
+            console.print(Text("FITS", style="bold green"), f"at max_model_len {fitted:,}, margin "
+                          f"{margin:,} B ({margin / 2**30:.2f} GiB)")
+        else:
+            console.print(Text("FITS", style="bold green"),
+                          f"margin {margin:,} B ({margin / 2**30:.2f} GiB)")
         if plan.capacity_log_line:
             console.print(f"vLLM would log: {escape(plan.capacity_log_line)}")
         if plan.data_parallel_size > 1 and plan.total_max_concurrency is not None:
@@ -233,6 +325,12 @@ def render_markdown(plan: Plan) -> str:
     if plan.verdict is Verdict.CANNOT_GROUP:
         lines.append(f"**CANNOT GROUP** — `{plan.error_type}: {plan.error_message}`")
         return "\n".join(lines) + "\n"
+    if plan.refused_at_startup:
+        lines += [f"**DOES NOT FIT** — vLLM refuses it at start-up ({plan.failure_cause}), "
+                  "before it sizes the KV cache.", "", f"> {plan.error_type}: {plan.error_message}"]
+        if plan.failure_hint:
+            lines += ["", f"What helps: {plan.failure_hint}"]
+        return "\n".join(lines) + "\n"
     lines += ["| grp | kind | layers | block | page B | pad % | blocks/req | share |",
               "|---:|---|---|---:|---:|---:|---:|---:|"]
     for g in plan.groups:
@@ -254,7 +352,10 @@ def render_markdown(plan: Plan) -> str:
                 lines.append(f"| {w.change} | {w.needed_gib or '-'} | {v} |")
         lines.append("")
     if plan.fits:
-        lines.append(f"**FITS** — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
+        fitted = plan.max_model_len_after_planning
+        at = (f" at the auto-fitted max_model_len {fitted:,} (from {plan.max_model_len:,})"
+              if fitted != plan.max_model_len else "")
+        lines.append(f"**FITS**{at} — margin {(plan.margin_bytes or 0) / 2**30:.2f} GiB. "
                      f"`{plan.capacity_log_line}`")
     elif plan.weights_limit is not None:
         lines.append(f"**DOES NOT FIT** — cause: the weights; {plan.weights_limit.summary}.")
@@ -266,7 +367,23 @@ def render_markdown(plan: Plan) -> str:
                      f"{' / '.join(f'{v:,}' for v in plan.estimated_max_model_len)}.")
         if plan.error_message:
             lines += ["", f"> {plan.error_message}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _markdown_workload(plan)) + "\n"
+
+
+def _markdown_workload(plan: Plan) -> list[str]:
+    if not plan.workload:
+        return []
+    lines = ["", f"**Workload** (vLLM {plan.vllm_version}'s scheduler, requests submitted "
+             "together)", "", "| workload | runs clean | limit | admits | limit | one request at "
+             "its end (blocks) | vLLM formula at P+D |", "|---|---:|---|---:|---|---|---:|"]
+    for w in plan.workload:
+        f = w.vllm_formula_concurrency
+        lines.append(f"| {w.label} | {w.max_concurrent_without_preemption:,} | "
+                     f"{_limit(w.concurrency_capped_by, w.capping_kind)} | {w.admission_peak:,} | "
+                     f"{_limit(w.admission_capped_by, w.admission_capping_kind)} | "
+                     f"{_group_blocks(w.blocks_per_request_at_end)} | "
+                     f"{'-' if f is None else f'{f:.2f}'} |")
+    return lines
 
 
 def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-def]
@@ -275,8 +392,8 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
                Column("largest fit", "right", drop=1), Column("concurrency", "right", drop=3)]
     rows: list[list[str | Text]] = []
     for e in batch.entries:
-        if e.plan is None:
-            rows.append([e.name, Text("INVALID", style="yellow"), "-", "-", "-", "-"])
+        if e.plan is None:  # could not be planned (its error below)
+            rows.append([e.name, Text("ERROR", style="yellow"), "-", "-", "-", "-"])
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
@@ -290,6 +407,9 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:  # one line each, as the terminal wraps it (URLs and flags stay whole)
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""), soft_wrap=True)
+        elif e.plan is not None and e.plan.refused_at_startup:
+            console.print(f"[red]{escape(e.name)}:[/] {escape(refusal_line(e.plan))}",
+                          soft_wrap=True)
         elif e.plan is not None and e.plan.weights_limit is not None:
             console.print(f"[red]{escape(e.name)}:[/] {escape(e.plan.weights_limit.summary)}",
                           soft_wrap=True)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kvplan import __version__
 from kvplan.analysis.plan import Plan
 from kvplan.engines.vllm.build import Deployment
-from kvplan.errors import InputError, KvplanError
-from kvplan.pipeline.deploy import Request, evaluate
-from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, parse_token_count
+from kvplan.errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError, KvplanError
+from kvplan.pipeline.deploy import Request, evaluate_plan
+from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, read_tokens
 
 # deployment-file keys (vLLM flag names, dashes or underscores) → Request / Deployment fields
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
@@ -30,10 +32,13 @@ class BatchEntry(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
-    fits: bool | None  # None: the entry itself is invalid
-    plan: Plan | None = None
+    fits: bool | None = Field(description="None: the entry could not be planned (error, hint)")
+    plan: Plan | None = Field(default=None, description="also for a deployment vLLM refuses at "
+                              "start-up (plan.refused_at_startup, plan.failure_cause)")
     error: str | None = None
     hint: str | None = None
+    exit_code: int = Field(default=EXIT_FITS, description="kvplan check's exit code for this "
+                           "entry: 0 fits, 1 does not fit (or refused), 2 bad entry")
 
 
 class Batch(BaseModel):
@@ -46,6 +51,11 @@ class Batch(BaseModel):
     @property
     def all_fit(self) -> bool:
         return all(e.fits for e in self.entries)
+
+    @property
+    def exit_code(self) -> int:
+        """The worst entry's: 2 if any could not be planned, else 1 if any does not fit."""
+        return max((e.exit_code for e in self.entries), default=EXIT_FITS)
 
 
 def _norm(key: str) -> str:
@@ -143,10 +153,40 @@ def layer_entries(layers: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, A
     return entry, source
 
 
-def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str) -> Request:
-    """One `[[deployment]]` table (over `[defaults]`) → Request."""
-    merged = {_norm(k): v for k, v in defaults.items()}
-    merged.update({_norm(k): v for k, v in entry.items()})
+def _file_path(value: Any, base_dir: Path | None) -> Any:
+    """A model or draft of a deployments file: a path is relative to the file's folder (never the
+    current directory); a hub id (ORG/NAME[@REV]) stays one unless that folder holds such a
+    path."""
+    from kvplan.sources.hub import is_hub_id
+
+    if base_dir is None or not isinstance(value, str) or not value.strip():
+        return value
+    path = Path(os.path.expanduser(value))
+    if path.is_absolute():
+        return value
+    candidate = base_dir / path
+    if candidate.exists() or not is_hub_id(value):
+        return str(candidate)  # (a missing path: the error names where it was looked for)
+    return value
+
+
+def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: str,
+                       base_dir: Path | None = None) -> Request:
+    """One `[[deployment]]` table (over `[defaults]`) → Request. `base_dir`: the deployments
+    file's folder, which relative model and draft paths are read from."""
+    own = {_norm(k): v for k, v in entry.items()}
+    budget = ("kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib")
+    for table, what in ((own, "the entry"), ({_norm(k): v for k, v in defaults.items()},
+                                             "[defaults]")):
+        if sum(1 for k in budget if table.get(k) is not None) > 1:
+            raise InputError(f"{where}: {what} sets the KV cache budget twice ("
+                             + ", ".join(k.replace("_", "-") for k in budget
+                                         if table.get(k) is not None) + ")",
+                             hint="give one: kv-cache-memory or available-kv-gib")
+    # an entry's budget replaces the one of [defaults]
+    merged = {_norm(k): v for k, v in defaults.items()
+              if not (_norm(k) in budget and any(own.get(b) is not None for b in budget))}
+    merged.update(own)
     unknown = sorted(set(merged) - REQUEST_KEYS - DEPLOYMENT_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key(s) {unknown}",
@@ -177,18 +217,16 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
             dep_kw.setdefault("draft_kv_cache_dtype", spec_cfg["kv_cache_dtype"])
         if spec_cfg.get("model"):
             merged.setdefault("draft", spec_cfg["model"])
-    if isinstance(dep_kw.get("max_model_len"), str):
-        v = dep_kw["max_model_len"].strip().lower()
-        if v in ("auto", "-1"):
-            dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
-        else:
-            try:
-                dep_kw["max_model_len"] = parse_token_count(v)
-            except ValueError:
-                raise InputError(f"{where}: max-model-len {v!r} is not a number, 'auto' or -1"
-                                 ) from None
-    elif dep_kw.get("max_model_len") == -1:
-        dep_kw["max_model_len"], dep_kw["auto_fit_max_model_len"] = None, True
+    # lengths as vLLM reads them (human_readable_int[_or_auto]: 128k = 128,000, 128K = 131,072)
+    if dep_kw.get("max_model_len") is not None:
+        n = _entry_value(where, read_tokens, dep_kw["max_model_len"], "--max-model-len",
+                         auto=True)
+        dep_kw["max_model_len"] = None if n == -1 else n
+        if n == -1:
+            dep_kw["auto_fit_max_model_len"] = True
+    if dep_kw.get("max_num_batched_tokens") is not None:
+        dep_kw["max_num_batched_tokens"] = _entry_value(
+            where, read_tokens, dep_kw["max_num_batched_tokens"], "--max-num-batched-tokens")
     try:
         dep = Deployment(**dep_kw)
     except TypeError as exc:
@@ -201,11 +239,23 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
 
         merged["hf_overrides"] = hf_overrides_json(merged["hf_overrides"])
     name = str(merged.pop("name", merged["model"]))
-    return Request(model=str(merged.pop("model")), deployment=dep, label=name,
-                   kv_cache_memory_bytes=(parse_kv_cache_memory_bytes(kv_mem)
+    if merged.get("draft") is not None:
+        merged["draft"] = _file_path(merged["draft"], base_dir)
+    return Request(model=str(_file_path(merged.pop("model"), base_dir)), deployment=dep, label=name,
+                   kv_cache_memory_bytes=(_entry_value(where, parse_kv_cache_memory_bytes, kv_mem,
+                                                       "kv-cache-memory")
                                           if kv_mem is not None else None),
-                   gpu_memory_bytes=parse_size_bytes(gpu_mem) if gpu_mem is not None else None,
+                   gpu_memory_bytes=(_entry_value(where, parse_size_bytes, gpu_mem, "gpu-memory")
+                                     if gpu_mem is not None else None),
                    **{k: v for k, v in merged.items() if k in REQUEST_KEYS})
+
+
+def _entry_value(where: str, read: Any, value: Any, key: str, **kw: Any) -> Any:
+    """`read(value, key)`, its error prefixed with the entry it comes from."""
+    try:
+        return read(value, key, **kw)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
 
 
 def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -225,21 +275,25 @@ def parse_deployments(data: Any) -> list[tuple[str, dict[str, Any], dict[str, An
 
 
 def run_batch(data: Any, *, vllm_version: str | None = None,
-              allow_long_max_model_len: bool = False, engine: str | None = None) -> Batch:
-    """Validate every entry first (a bad file is one error, exit 2), then plan them all.
-    `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment. `engine`
-    plans every entry with that server; else each entry's `engine` key (default vLLM)."""
+              allow_long_max_model_len: bool = False, engine: str | None = None,
+              base_dir: Path | None = None) -> Batch:
+    """Validate every entry first (a bad file is one error, exit 2), then plan them all: each
+    entry is reported — one that the server refuses at start-up as a plan that does not fit, one
+    that cannot be planned (a model not found, a cache miss) with its error (`Batch.exit_code`:
+    the worst). `allow_long_max_model_len`: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the environment;
+    `engine` plans every entry with that server, else each entry's `engine` key (default vLLM);
+    `base_dir`: the file's folder (relative paths)."""
     from kvplan.pipeline.sglang_batch import entry_engine, sglang_entry_request
 
     requests: list[tuple[str, Any]] = []
     for name, entry, defaults in parse_deployments(data):
         if entry_engine(entry, defaults, engine) == "sglang":
-            requests.append((name, sglang_entry_request(entry, defaults,
-                                                        f"deployment {name!r}")))
+            sreq = sglang_entry_request(entry, defaults, f"deployment {name!r}")
+            requests.append((name, replace(sreq, model=str(_file_path(sreq.model, base_dir)))))
             continue
         entry = {k: v for k, v in entry.items() if k != "engine"}
         defaults = {k: v for k, v in defaults.items() if k != "engine"}
-        req = request_from_entry(entry, defaults, f"deployment {name!r}")
+        req = request_from_entry(entry, defaults, f"deployment {name!r}", base_dir)
         if vllm_version:
             req = replace(req, deployment=replace(req.deployment, vllm_version=vllm_version))
         if allow_long_max_model_len:
@@ -249,13 +303,15 @@ def run_batch(data: Any, *, vllm_version: str | None = None,
     for name, req in requests:
         try:
             if isinstance(req, Request):
-                plan = evaluate(req).plan
+                plan = evaluate_plan(req)
             else:  # an SGLang entry
                 from kvplan.pipeline.sglang import evaluate_sglang
 
                 plan = evaluate_sglang(req)
         except KvplanError as exc:
-            exc.message = f"deployment {name!r}: {exc.message}"
-            raise
-        entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan))
+            entries.append(BatchEntry(name=name, fits=None, error=" ".join(exc.message.split()),
+                                      hint=exc.hint, exit_code=exc.exit_code))
+            continue
+        entries.append(BatchEntry(name=name, fits=plan.fits, plan=plan,
+                                  exit_code=EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT))
     return Batch(entries=entries)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kvplan.analysis.plan import Plan, WeightsLimit, build_plan
+from kvplan.analysis.plan import Plan, WeightsLimit, build_plan, refused_plan
 from kvplan.analysis.weights_limit import BudgetAt, weights_limit
 from kvplan.budget.kv_memory import (
     NO_KV_MEMORY_WARNING,
@@ -26,7 +26,7 @@ from kvplan.budget.kv_memory import (
 )
 from kvplan.engines.vllm.build import BuildResult, build
 from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
-from kvplan.errors import InputError, KvplanError, UnsupportedError
+from kvplan.errors import InputError, KvplanError, StartupError, UnsupportedError
 from kvplan.pipeline.request import Request, Resolved, catalogue_gpu, resolve, text_config
 from kvplan.units import GiB
 
@@ -327,6 +327,50 @@ def refused_kv_dtype(plan: Plan, kv_cache_dtype: str, reason: str) -> Plan:
                          f"{kv_cache_dtype}. kvplan: {reason}",
         "estimated_max_model_len": [], "capacity_log_line": None, "max_concurrency": None,
         "kv_cache_size_tokens": None, "num_blocks": None, "total_max_concurrency": None})
+
+
+def evaluate_plan(req: Request, res: Resolved | None = None) -> Plan:
+    """`evaluate(req).plan`; a deployment vLLM refuses before it sizes the KV cache (a
+    `StartupError`: length past the derived maximum, custom code without --trust-remote-code,
+    a configuration vLLM rejects) is a plan too, that does not fit and says why — never only an
+    error (check, explain, --serve, --from-log and ci report it like a capacity miss)."""
+    try:
+        res = res or resolve(req)
+        return evaluate(req, res).plan
+    except StartupError as exc:
+        return refusal(req, exc, res)
+
+
+def refusal(req: Request, exc: StartupError, res: Resolved | None) -> Plan:
+    """The plan of a deployment vLLM refuses at start-up: what was asked, vLLM's error, why."""
+    from kvplan.engines.vllm.profiles import get_profile
+    from kvplan.models.resolution.max_len import derived_max_model_len
+
+    dep = req.deployment
+    gpu, _, gpu_note = catalogue_gpu(req)
+    mml = dep.max_model_len
+    if mml is None and res is not None:
+        derived, _ = derived_max_model_len(res.target)
+        mml = int(derived) if derived is not None else None
+    budget_mode = "estimated"
+    available: tuple[int, ...] = ()
+    if req.kv_cache_memory_bytes is not None:
+        budget_mode, available = "explicit (--kv-cache-memory)", (req.kv_cache_memory_bytes,)
+    elif req.available_kv_gib is not None:
+        budget_mode, available = "from a vLLM log line", (_gib_bytes(req.available_kv_gib),)
+    elif gpu is None and req.gpu_memory_bytes is None:
+        budget_mode = "none (vLLM refuses before it measures the memory)"
+    notes = [*(res.notes if res is not None else ()), *([gpu_note] if gpu_note else [])]
+    return refused_plan(
+        model=req.label or req.model, draft=req.draft or (
+            f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
+        vllm_version=get_profile(dep.vllm_version).version, with_fix=dep.with_fix,
+        gpu=gpu.name if gpu is not None else None, budget_mode=budget_mode,
+        available_kv_bytes=available, max_model_len=mml or 0,
+        max_num_batched_tokens=dep.max_num_batched_tokens or 0,
+        error_type=exc.error_type, error_message=exc.vllm_message, cause=exc.cause,
+        hint=exc.hint, warnings=tuple(dict.fromkeys(notes)),
+        data_parallel_size=req.data_parallel_size)
 
 
 def budget_at(req: Request, res: Resolved) -> BudgetAt:

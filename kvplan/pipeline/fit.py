@@ -22,6 +22,7 @@ from kvplan.budget import hardware
 from kvplan.budget import kv_dtype_support as kvs
 from kvplan.budget.kv_memory import default_batch_limits
 from kvplan.engines.vllm.profiles import get_profile
+from kvplan.engines.vllm.workload import Workload
 from kvplan.errors import InputError, KvplanError, StartupError
 from kvplan.pipeline.deploy import Request, Resolved, evaluate, resolve
 from kvplan.pipeline.fit_result import FitCandidate, FitMiss, FitResult, FitSkip, FitTarget
@@ -229,7 +230,8 @@ def _sort_key(c: FitCandidate) -> tuple:  # type: ignore[type-arg]
     """USD per hour (unpriced last), GPU count; then the draft on (it was asked for), more
     concurrency, and names for a stable order."""
     return (c.usd_per_hour is None, c.usd_per_hour or 0.0, c.num_gpus, not c.speculative,
-            -c.max_concurrency, c.gpu, c.tensor_parallel_size, c.pipeline_parallel_size,
+            -(c.workload_concurrency or 0), -c.max_concurrency, c.gpu, c.tensor_parallel_size,
+            c.pipeline_parallel_size,
             c.kv_cache_dtype)
 
 
@@ -238,7 +240,8 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
            kv_dtypes_given: bool = False, vendors: Sequence[str] = (),
            max_gpus: int = 8, prices: Mapping[str, float] | None = None, top: int = 5,
            prune: bool = True, res: Resolved | None = None,
-           progress: Callable[[int, int], None] | None = None) -> FitResult:
+           progress: Callable[[int, int], None] | None = None,
+           workload: Workload | None = None) -> FitResult:
     """Plan every replica shape (cheapest first) and keep the deployments that meet the target.
 
     `base` carries the user's model/draft/scheduler flags; its TP/PP/DP and KV dtype are searched.
@@ -273,7 +276,7 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
                        vllm_version=get_profile(base.deployment.vllm_version).version,
                        gpus=[g.name for g in gpu_rows], kv_cache_dtypes=dtypes,
                        kv_cache_dtypes_given=kv_dtypes_given, vendors=list(vendors),
-                       max_gpus=max_gpus)
+                       max_gpus=max_gpus, workload=workload.label if workload is not None else None)
     refusal = model_refusal(base, res_on, max_model_len)
     if refusal is not None:  # the model itself: said once, before any shape
         return FitResult(target=target, candidates=[], num_fitting=0, refusal=refusal,
@@ -316,7 +319,7 @@ def search(base: Request, *, max_model_len: int, concurrency: int,
         planned += 1
         outcome = _plan_shape(base, shape, res_on if shape.speculative else res_off,
                               max_model_len=max_model_len, concurrency=concurrency,
-                              max_gpus=max_gpus, method=method)
+                              max_gpus=max_gpus, method=method, workload=workload)
         if isinstance(outcome, FitCandidate):
             _add_merged(found, outcome, _candidate_key)
         elif isinstance(outcome, FitMiss):
@@ -399,8 +402,8 @@ def _weights_need_more_gpus(base: Request, res: Resolved, gpu_rows: Sequence[har
 
 
 def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: int,
-                concurrency: int, max_gpus: int, method: str | None
-                ) -> FitCandidate | FitMiss | FitSkip:
+                concurrency: int, max_gpus: int, method: str | None,
+                workload: Workload | None = None) -> FitCandidate | FitMiss | FitSkip:
     """Plan one replica; a candidate (with the smallest DP that reaches the target), a miss, or
     the reason it cannot be planned at all."""
     dep = replace(base.deployment, tensor_parallel_size=shape.tp, pipeline_parallel_size=shape.pp,
@@ -447,6 +450,16 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
     total_bytes = ev.budget.total_memory_bytes or shape.gpu.total_memory_bytes or 0
     seqs = base.deployment.max_num_seqs or default_batch_limits(total_bytes, shape.gpu.name)[1]
     per_replica = min(int(p.max_concurrency + 1e-9), seqs)
+    if workload is not None:
+        from kvplan.pipeline.workload import for_evaluation
+
+        try:
+            per_replica = for_evaluation(ev, req, [workload])[0].max_concurrent_without_preemption
+        except KvplanError as exc:
+            return FitSkip(gpu=shape.gpu.name, kv_cache_dtype=None, tensor_parallel_size=shape.tp,
+                           pipeline_parallel_size=shape.pp, reason=exc.message)
+        if per_replica < 1:
+            return miss(0.0, f"not one {workload.label} request runs without preemption")
     if per_replica < 1:
         return miss(p.max_concurrency / concurrency, f"max concurrency {p.max_concurrency:.2f} at "
                                        f"{max_model_len:,} tokens: not one whole request")
@@ -460,18 +473,22 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
                     f"{dp * per_dp_gpus} GPUs, more than --max-gpus {max_gpus} "
                     f"(at most {most * per_replica} requests)")
     total = p.max_concurrency * dp
+    reached = per_replica * dp if workload is not None else total
     usd_gpu = shape.usd_per_gpu_hour
     serve, check = command_lines(req, gpu=shape.gpu.name, dp=dp, speculative=shape.speculative,
                                  method=method)
+    if workload is not None:  # the check line answers the same question
+        check += f" --workload {shlex.quote(workload.label)}"
     return FitCandidate(
         gpu=shape.gpu.name, num_gpus=dp * per_dp_gpus, tensor_parallel_size=shape.tp,
         pipeline_parallel_size=shape.pp, data_parallel_size=dp, kv_cache_dtype=shape.kv_dtype,
         speculative=shape.speculative, max_concurrency=round(total, 4),
         requests_per_replica=per_replica, kv_cache_size_tokens=p.kv_cache_size_tokens,
         available_kv_bytes_per_gpu=avail,
-        headroom_pct=round((total / concurrency - 1) * 100, 1),
+        headroom_pct=round((reached / concurrency - 1) * 100, 1),
         usd_per_hour=None if usd_gpu is None else round(usd_gpu * dp * per_dp_gpus, 4),
         usd_per_gpu_hour=usd_gpu,
         price_source=None if usd_gpu is None else shape.price_source,
         total_memory_nominal=shape.gpu.total_memory_nominal, vllm_serve=serve,
-        kvplan_check=check, kv_cache_dequantised=shape.dequantised)
+        kvplan_check=check, kv_cache_dequantised=shape.dequantised,
+        workload_concurrency=per_replica * dp if workload is not None else None)

@@ -35,6 +35,9 @@ class FitTarget(_Frozen):
                                    "dequantised are tried too (marked); else native ones only")
     vendors: list[str] = Field(default_factory=list, description="--vendor filter (empty: all)")
     max_gpus: int
+    workload: str | None = Field(
+        default=None, description="--workload: concurrency counts requests of this workload "
+                                  "that vLLM's scheduler runs at once without preemption")
 
 
 class FitCandidate(_Frozen):
@@ -63,6 +66,10 @@ class FitCandidate(_Frozen):
         default=False, description="the GPU has no hardware for this KV dtype: vLLM serves it "
                                    "dequantised (e.g. fp8 on Ampere through FlashInfer); memory "
                                    "as planned, attention no faster than bfloat16")
+    workload_concurrency: int | None = Field(
+        default=None, description="--workload: requests of the workload run at once without "
+                                  "preemption × DP (what the search ranks and meets the target "
+                                  "with)")
     vllm_serve: str | None = Field(default=None, description="the `vllm serve` line (vLLM)")
     sglang_launch: str | None = Field(
         default=None, description="the `python -m sglang.launch_server` line (SGLang)")

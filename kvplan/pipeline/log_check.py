@@ -11,7 +11,7 @@ from typing import Any
 from kvplan.analysis.log_agreement import compare_with_log, disagreement_warning
 from kvplan.analysis.plan import Plan
 from kvplan.pipeline.batch import _norm, capacity_error_budget_gib
-from kvplan.pipeline.deploy import Evaluation, Request, evaluate
+from kvplan.pipeline.deploy import Evaluation, Request, Resolved, evaluate
 from kvplan.units import GiB
 
 
@@ -20,18 +20,19 @@ def budget_is_capacity_error(log: Any, source: Mapping[str, str]) -> bool:
     return source.get("available_kv_gib") == "log" and capacity_error_budget_gib(log) is not None
 
 
-def evaluate_log(req: Request, log: Any, source: Mapping[str, str]) -> Evaluation:
+def evaluate_log(req: Request, log: Any, source: Mapping[str, str],
+                 res: Resolved | None = None) -> Evaluation:
     """`evaluate(req)`; when the budget is the capacity error's "available KV cache memory",
     which vLLM states after holding back the null block (`kv_cache_planning.
     check_enough_kv_cache_memory` plans against available − one pool block), plan again with
-    that block added back, so the check sees what vLLM's did."""
-    ev = evaluate(req)
+    that block added back, so the check sees what vLLM's did. `res`: the request resolved."""
+    ev = evaluate(req, res)
     if log is None or req.available_kv_gib is None or not budget_is_capacity_error(log, source):
         return ev
     pool = max(ev.plan.pool_bytes_per_block, default=0)
     if not pool:
         return ev
-    return evaluate(replace(req, available_kv_gib=req.available_kv_gib + pool / GiB))
+    return evaluate(replace(req, available_kv_gib=req.available_kv_gib + pool / GiB), res)
 
 
 def with_log_findings(plan: Plan, log: Any, *, source: Mapping[str, str],

@@ -12,20 +12,13 @@ from kvplan.errors import InputError, OptionError
 
 def _context_length(value: Any) -> int | None:
     """A context length given by vLLM's name (max_model_len): a count, never auto."""
-    from kvplan.units import parse_token_count
+    from kvplan.units import read_tokens
 
     if value is None:
         return None
-    v = str(value).strip().lower()
-    if v in ("auto", "-1"):
+    if str(value).strip().lower() in ("auto", "-1"):
         raise InputError("engine='sglang' takes a number for the context length, not auto")
-    try:
-        n = parse_token_count(v)
-    except ValueError:
-        raise InputError(f"the context length must be a number, got {value!r}") from None
-    if n < 1:
-        raise InputError(f"the context length must be ≥ 1, got {value!r}")
-    return n
+    return read_tokens(value, "--max-model-len")  # vLLM's notation, as the name says
 
 
 def sglang_deployment(o: Mapping[str, Any]) -> Any:

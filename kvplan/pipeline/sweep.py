@@ -12,7 +12,7 @@ from kvplan.engines.vllm.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
 from kvplan.models.resolution.max_len import derived_max_model_len
 from kvplan.pipeline.deploy import Request, evaluate, resolve
-from kvplan.units import parse_token_count
+from kvplan.units import read_tokens
 
 
 class SweepPoint(BaseModel):
@@ -78,17 +78,13 @@ def grouped_warnings(rows: Sequence[SweepRow]) -> list[SweepWarning]:
 
 
 def parse_lengths(text: str) -> list[int]:
-    """'8k..1M' → powers of two from 8192 to 1048576; '8k,32k,131072' → that list."""
+    """'8K..1M' → doubling from 8,192 to 1,048,576; '8k,32k,131072' → that list (8,000, 32,000,
+    131,072). Each length is read as vLLM reads --max-model-len (k = 10^3, K = 2^10)."""
     def one(t: str) -> int:
-        t = t.strip().lower()
-        try:
-            v = parse_token_count(t, decimals=True)
-        except ValueError:
-            raise InputError(f"cannot read length {t!r} in --max-model-len",
-                             hint="use 8k..1M or a list such as 8k,32k,131072") from None
-        if v < 1 or v > 2**31:
-            raise InputError(f"length {v} is out of range")
-        return v
+        if not t.strip():
+            raise InputError(f"empty length in --max-model-len {text!r}",
+                             hint="use 8K..1M or a list such as 8k,32k,131072")
+        return read_tokens(t, "--max-model-len")
 
     if ".." in text:
         lo, hi = (one(x) for x in text.split("..", 1))

@@ -72,6 +72,11 @@ def _looks_like_path(source: str) -> bool:
     )
 
 
+def is_hub_id(source: str) -> bool:
+    """`ORG/NAME[@REV]`-shaped and not a path (`./x`, `x.json`, `/abs`): what a hub id looks like."""
+    return not _looks_like_path(source) and _split_hub_id(source, None) is not None
+
+
 def _split_hub_id(source: str, revision: str | None) -> tuple[str, str | None] | None:
     """`ORG/NAME[@REV]` -> (repo_id, revision), or None if `source` is not shaped like a hub id."""
     repo_id, at, rev = source.partition("@")

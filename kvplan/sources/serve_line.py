@@ -39,7 +39,6 @@ from kvplan.sources.serve_options import (
     Flag,
     closest_flag,
     convert,
-    human_readable_int,
     known_flags,
 )
 from kvplan.sources.serve_shell import (
@@ -51,6 +50,7 @@ from kvplan.sources.serve_shell import (
     split_words,
 )
 from kvplan.sources.vllm_flags import BOUNDS, KV_RELEVANT
+from kvplan.units import human_readable_int
 
 __all__ = ["ServeCommand", "parse_serve_command", "KV_RELEVANT", "known_flags", "closest_flag"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvplan.errors import InputError
 from kvplan.sources.vllm_flags import FLAG_TABLE
-from kvplan.units import parse_size_bytes
+from kvplan.units import human_readable_int, parse_size_bytes, read_human_int
 
 
 class Flag:
@@ -81,21 +81,6 @@ def closest_flag(flag: str) -> str | None:
 # Values: argparse's `type=` per flag kind
 
 
-def human_readable_int(value: str) -> int:
-    """vllm/utils/argparse_utils.py:30 human_readable_int (k/m/g/t decimal, K/M/G/T binary)."""
-    value = value.strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
-    if m:
-        number, suffix = m.groups()
-        if suffix in "kmgt":
-            return int(float(number) * 10 ** (3 * ("kmgt".index(suffix) + 1)))
-        if "." in number:
-            raise ValueError(f"Decimals are not allowed with binary suffixes like {suffix}. "
-                             f"Did you mean to use {number}{suffix.lower()} instead?")
-        return int(number) * 2 ** (10 * ("KMGT".index(suffix) + 1))
-    return int(value)
-
-
 def _expand_json_numbers(val: str) -> str:
     """arg_utils.py:300 _expand_json_human_readable_numbers: bare 80m / 1K outside JSON strings."""
     parts = re.split(r'("(?:[^"\\]|\\.)*")', val)
@@ -125,11 +110,11 @@ def convert(flag: str, spec: Flag, raw: str, name: str | None = None) -> Any:
             value: Any = int(raw)
         elif kind == "float":
             value = float(raw)
-        elif kind == "hrint":
-            value = human_readable_int(raw)
-        elif kind == "hrint_auto":
-            s = raw.strip()
-            value = -1 if s == "-1" or s.lower() == "auto" else human_readable_int(s)
+        elif kind in ("hrint", "hrint_auto"):
+            try:
+                value = read_human_int(raw, flag, auto=kind == "hrint_auto")
+            except InputError as exc:
+                raise _hrint_error(name or flag, spec, raw, exc) from None
         elif kind == "lower":
             value = raw.lower().replace("-", "_")
         elif kind in ("json", "dataclass", "dict_or_str"):
@@ -163,17 +148,18 @@ def _type_error(flag: str, name: str, spec: Flag, raw: str, e: ValueError) -> In
     if kind == "float":
         return InputError(f"{flag} expects a number, got {raw!r}",
                           hint=f"vLLM parses {name} with float(); write e.g. {name} 0.9")
-    detail = str(e) if "Decimals are not allowed" in str(e) else ""
-    hint = detail or "vLLM reads it with human_readable_int: 1000, 32k (= 32,000), 32K (= 32,768), 40G (= 40 GiB)"
-    if spec.dest == "kv_cache_memory_bytes" and not detail:
+    raise AssertionError(f"no type error for flag kind {kind}")  # pragma: no cover
+
+
+def _hrint_error(name: str, spec: Flag, raw: str, exc: InputError) -> InputError:
+    """vLLM's argparse error for a human_readable_int flag, with a hint for sizes."""
+    if spec.dest == "kv_cache_memory_bytes" and "Decimals" not in exc.message:
         try:
             meant = parse_size_bytes(raw)
         except InputError:
             pass
         else:
-            hint = (f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {name} {meant}, or G/M/K "
-                    f"(binary) / g/m/k (decimal) suffixes: 40G = 40 GiB")
-    if kind == "hrint_auto":
-        hint += "; or -1 / auto to fit the KV cache"
-    return InputError(f"{flag} expects an integer (human-readable like 32k allowed), got {raw!r}", hint=hint)
-
+            return InputError(exc.message, hint=(
+                f"vLLM 0.34.0 rejects {raw!r} here; write plain bytes, e.g. {name} {meant}, or "
+                "G/M/K (binary) / g/m/k (decimal) suffixes: 40G = 40 GiB"))
+    return exc

@@ -14,7 +14,7 @@ from kvplan.engines.vllm.planner import PlannerInput
 from kvplan.engines.vllm.specs import KVCacheSpec, MambaSpec
 from kvplan.errors import InputError
 from kvplan.sources.layer_spec import bool_field, build_spec, check_keys, int_field
-from kvplan.units import GiB
+from kvplan.units import GiB, read_tokens
 
 CASE_KEYS = frozenset("""
     name notes max_model_len auto_fit_max_model_len max_num_batched_tokens max_num_seqs
@@ -25,7 +25,7 @@ CASE_KEYS = frozenset("""
     supported_kv_cache_layouts pipeline_parallel_size tensor_parallel_size
     decode_context_parallel_size workers max_num_encoder_input_tokens model_dtype model_type
     block_size prefix_match_unit enable_extensible_kv_cache gpu_memory_utilization
-    templates layers
+    templates layers workload scheduler_reserve_full_isl
 """.split())
 LAYER_KEYS = frozenset("""
     name notes kind block_size model_dtype num_kv_heads head_size head_size_v dtype backend
@@ -124,6 +124,16 @@ def _format(entry: Mapping[str, Any], where: str, **kw: Any) -> str:
         raise InputError(f"{where}: bad name pattern {name!r} ({exc})") from None
 
 
+def _length_field(case: dict[str, Any], key: str) -> int:
+    """A length of the spec file: an integer, or a text read as vLLM reads the flag ("128k")."""
+    if case.get(key) is None:
+        raise InputError(f"missing required field {key!r} in the spec file")
+    try:
+        return read_tokens(case[key], "--" + key.replace("_", "-"))
+    except InputError as exc:
+        raise InputError(f"the spec file's {key}: {exc.message}", hint=exc.hint) from None
+
+
 def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool = False,
                    available_kv_bytes: int | None = None, max_model_len: int | None = None,
                    max_num_batched_tokens: int | None = None) -> SpecFile:
@@ -190,10 +200,10 @@ def load_spec_file(case: Any, *, vllm_version: str | None = None, with_fix: bool
         worker_specs=worker_specs,
         available_kv_bytes=tuple(int(a) for a in avail_list),
         max_model_len=max_model_len if max_model_len is not None
-        else int_field(case, "max_model_len", "the spec file", minimum=1),
+        else _length_field(case, "max_model_len"),
         auto_fit_max_model_len=bool_field(case, "auto_fit_max_model_len", False),
         max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None
-        else int_field(case, "max_num_batched_tokens", "the spec file", minimum=1),
+        else _length_field(case, "max_num_batched_tokens"),
         max_num_encoder_input_tokens=case.get("max_num_encoder_input_tokens"),
         async_scheduling=bool_field(case, "async_scheduling", True),
         use_v2_model_runner=bool_field(case, "use_v2_model_runner", True),

@@ -69,7 +69,7 @@ def test_check_gpus_fit_and_sweep_agree(release: str, gpu: str, dtype: str) -> N
         assert default_rows
     # sweep: the same warning, once; a refused dtype fits at no length
     sweep, _ = _json("sweep", QWEN3, "--gpu", g.name, "--kv-cache-dtype", dtype,
-                     "--max-model-len", "8k,32k", "--vllm", release)
+                     "--max-model-len", "8K,32K", "--vllm", release)
     assert isinstance(sweep, dict)
     texts = [w["text"] for w in sweep["warnings"]]
     (swept,) = sweep["rows"]

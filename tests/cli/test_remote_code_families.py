@@ -19,6 +19,15 @@ def _json(args: list[str]) -> tuple[int, dict]:
     return res.exit_code, json.loads(res.stdout)
 
 
+def _refused(args: list[str], cause: str = "config") -> str:
+    """vLLM's start-up refusal, planned: exit 1, a plan refused at start-up with vLLM's
+    exception type; its text returned."""
+    code, plan = _json(args)
+    assert code == 1 and plan["refused_at_startup"] and not plan["fits"]
+    assert (plan["error_type"], plan["failure_cause"]) == ("ValueError", cause)
+    return str(plan["error_message"])
+
+
 def test_chatglm3_6b_plans_from_its_own_config() -> None:
     # 28 layers × 2 KV heads × 128 × (K + V) × 2 B (float16) = 1,024 B/token/layer;
     # vLLM 0.34 full-attention block 64 → 64 KiB pages; max_model_len = seq_length 8192 →
@@ -49,12 +58,11 @@ def test_remote_code_needs_the_flag_as_in_vllm() -> None:
     neither vLLM nor its transformers knows) at start-up; its text is transformers' (the e2e
     golden tests/data/vllm-e2e-0.34.0/FreedomIntelligence--openPangu-Embedded-7B.json)."""
     folder = CONFIGS / "FreedomIntelligence--openPangu-Embedded-7B"
-    res = CliRunner().invoke(app, ["check", str(folder), "--kv-cache-memory", "40GiB"])
-    assert res.exit_code == 1 and res.stdout == ""
-    assert res.stderr.startswith(
-        f"Error: vLLM would raise ValueError: The repository {folder} contains custom code which "
-        "must be executed to correctly load the model.")
-    assert "trust_remote_code=True" in res.stderr and "--trust-remote-code" in res.stderr
+    text = _refused([str(folder), "--kv-cache-memory", "40GiB"], cause="trust_remote_code")
+    assert text.startswith(
+        f"The repository {folder} contains custom code which must be executed to correctly load "
+        "the model.")
+    assert "trust_remote_code=True" in text
     code, out = _json([str(folder), "--kv-cache-memory", "40GiB", "--trust-remote-code"])
     assert code == 0 and any(w.startswith("--trust-remote-code: vLLM would run the checkpoint")
                              for w in out["warnings"] + out["notes"])
@@ -77,12 +85,10 @@ def test_upstream_remote_code_message(tmp_path: Path) -> None:
     # that repository as the message head (AutoConfig.from_pretrained → resolve_trust_remote_code)
     cfg = json.loads((CONFIGS / "LGAI-EXAONE--EXAONE-3.0-7.8B-Instruct" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    res = CliRunner().invoke(app, ["check", str(tmp_path), "--kv-cache-memory", "40GiB",
-                                   "--max-model-len", "4096"])
-    assert res.exit_code == 1
-    assert res.stderr.startswith(
-        "Error: vLLM would raise ValueError: LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct You can inspect "
-        f"the repository content at https://hf.co/{tmp_path}.")
+    text = _refused([str(tmp_path), "--kv-cache-memory", "40GiB", "--max-model-len", "4096"],
+                    cause="trust_remote_code")
+    assert text.startswith("LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct You can inspect the repository "
+                           f"content at https://hf.co/{tmp_path}.")
 
 
 def test_deprecated_quantization_needs_the_flag(tmp_path: Path) -> None:
@@ -94,12 +100,9 @@ def test_deprecated_quantization_needs_the_flag(tmp_path: Path) -> None:
                                   "modules_to_not_convert": ["lm_head"]}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     args = ["check", str(tmp_path), "--kv-cache-memory", "40GiB", "--max-model-len", "32768"]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 1
-    assert res.stderr.splitlines()[0] == (
-        "Error: vLLM would raise ValueError: ('The quantization method %s is deprecated and will "
-        "be removed in future versions of vLLM. To bypass, set "
-        "`--allow-deprecated-quantization`.', 'fbgemm_fp8')")
+    assert _refused(args[1:]) == (
+        "('The quantization method %s is deprecated and will be removed in future versions of "
+        "vLLM. To bypass, set `--allow-deprecated-quantization`.', 'fbgemm_fp8')")
     ok = CliRunner().invoke(app, args + ["--allow-deprecated-quantization", "--json"])
     assert ok.exit_code == 0
     assert ("vLLM warns: The quantization method fbgemm_fp8 is deprecated and will be removed in "
@@ -116,11 +119,9 @@ def test_unknown_model_type_is_vllms_config_error(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(
         {"architectures": ["LlamaForCausalLM"], "model_type": "no_such_type",
          "num_hidden_layers": 2, "layer_types": ["full_attention"] * 2}))
-    res = CliRunner().invoke(app, ["check", str(tmp_path), "--kv-cache-memory", "1GiB"])
-    assert res.exit_code == 1
-    assert res.stderr.startswith("Error: vLLM would raise ValueError: The checkpoint you are "
-                                 "trying to load has model type `no_such_type` but Transformers "
-                                 "does not recognize this architecture.")
+    assert _refused([str(tmp_path), "--kv-cache-memory", "1GiB"]).startswith(
+        "The checkpoint you are trying to load has model type `no_such_type` but Transformers "
+        "does not recognize this architecture.")
 
 
 def test_retired_architecture_is_one_error_line(tmp_path: Path) -> None:

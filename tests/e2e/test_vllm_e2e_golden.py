@@ -46,9 +46,10 @@ def vllm_message(text: str) -> str:
     return re.sub(r" \[type=value_error.*$", "", text, flags=re.S).strip()
 
 
-def kvplan_message(err: KvplanError, config_path: str) -> str:
-    """kvplan's refusal as vLLM's message: `vLLM would raise ValueError: <message>`."""
-    text = err.message.split("vLLM would raise ", 1)[-1]
+def kvplan_message(message: str, config_path: str) -> str:
+    """kvplan's refusal as vLLM's message (`vLLM would raise ValueError: <message>`, or vLLM's
+    text alone as a refused plan carries it)."""
+    text = message.split("vLLM would raise ", 1)[-1]
     text = re.sub(r"^[A-Za-z]+Error: ", "", text)
     return text.replace(str(ROOT / config_path), "<model>").strip()
 
@@ -65,12 +66,28 @@ def test_goldens_exist() -> None:
     assert len(GOLDENS) >= 50, "tests/data/vllm-e2e-*/ lost its golden files"
 
 
+def _refusal(model: str, golden: dict, config_path: str) -> str | None:
+    """kvplan's refusal of a deployment vLLM refuses: vLLM's message as kvplan words it (a
+    start-up refusal is a plan that does not fit, refused_at_startup, with vLLM's error text; or
+    a StartupError), None for another refusal kvplan makes (a KvplanError it cannot plan past)."""
+    try:
+        plan = kvplan.check(model, **_flags(golden))
+    except StartupError as err:
+        return kvplan_message(err.message, config_path)
+    except KvplanError:
+        return None
+    assert plan.refused_at_startup, "kvplan plans a deployment vLLM refuses"
+    assert not plan.fits
+    return kvplan_message(plan.error_message or "", config_path)
+
+
 @pytest.mark.parametrize("case", _cases(), ids=_id)
 def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
     path, config_path = case
     golden = json.loads(path.read_text())
     model = str(ROOT / config_path)
     outcome = golden["outcome"]
+    want = vllm_message(golden.get("vllm_error", {}).get("message", ""))
     if outcome == "VLLM_STARTUP_ERROR":
         # vLLM's own backend / block-size / grouping code refused to start (e.g. no attention
         # backend for this GPU): kvplan refuses with vLLM's words, or plans a deployment that
@@ -78,19 +95,17 @@ def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
         try:
             plan = kvplan.check(model, **_flags(golden))
         except StartupError as err:
-            assert kvplan_message(err, config_path) == vllm_message(
-                golden["vllm_error"]["message"])
+            assert kvplan_message(err.message, config_path) == want
             return
+        if plan.refused_at_startup:
+            assert kvplan_message(plan.error_message or "", config_path) == want
         assert not plan.fits, golden["vllm_error"]
         return
     if outcome != "PLANNED":
-        with pytest.raises(KvplanError) as info:
-            kvplan.check(model, **_flags(golden))
+        got = _refusal(model, golden, config_path)
         if outcome == "VLLM_REJECTS_FLAGS" or golden["vllm_error"]["stage"] == "config":
             # vLLM refused at start-up, before building the model: the same error, exit 1
-            assert isinstance(info.value, StartupError), info.value.message
-            assert kvplan_message(info.value, config_path) == vllm_message(
-                golden["vllm_error"]["message"])
+            assert got == want
         return
     plan = kvplan.check(model, **_flags(golden))
     got = plan.vllm_contract

@@ -81,17 +81,27 @@ def test_allow_long_env_values() -> None:
 
 def test_cli_refuses_past_the_derived_length_with_vllms_message(monkeypatch) -> None:
     monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
-    res = runner.invoke(app, ["check", str(QWEN3_8B), "--max-model-len", "131072",
-                              "--kv-cache-memory", "80GiB"])
-    assert res.exit_code == EXIT_DOES_NOT_FIT and res.stdout == ""
-    err, hint = res.stderr.splitlines()
+    args = ["check", str(QWEN3_8B), "--max-model-len", "131072", "--kv-cache-memory", "80GiB"]
+    # a refusal is a plan: exit 1, the plan on stdout (like a capacity miss), nothing on stderr
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == EXIT_DOES_NOT_FIT and res.stderr == ""
+    plan = json.loads(res.stdout)
+    assert (plan["verdict"], plan["fits"], plan["failure_cause"], plan["refused_at_startup"]) == (
+        "DOES NOT FIT", False, "max_model_len", True)
+    assert plan["max_model_len"] == 131072 and plan["groups"] == []
     # vLLM 0.34.0's text (tests/data/vllm-functions/max_model_len.0.34.0.json)
-    assert err.startswith("Error: vLLM would raise ValueError: User-specified max_model_len (131072) "
-                          "is greater than the derived max_model_len (max_position_embeddings=40960.0"
-                          " or model_max_length=None in model's config.json). To allow overriding "
-                          "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
-    assert hint == ("Hint: use --max-model-len 40960 or less, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
-                    "if the model really supports more")
+    assert plan["error_type"] == "ValueError"
+    assert plan["error_message"].startswith(
+        "User-specified max_model_len (131072) is greater than the derived max_model_len "
+        "(max_position_embeddings=40960.0 or model_max_length=None in model's config.json). To "
+        "allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
+    assert plan["failure_hint"] == ("use --max-model-len 40960 or less, or set "
+                                    "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 if the model really supports more")
+    table = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert table.exit_code == EXIT_DOES_NOT_FIT and table.stderr == ""
+    assert "DOES NOT FIT vLLM refuses it at start-up (max_model_len)" in table.stdout
+    assert "vLLM 0.34.0 would raise ValueError: User-specified max_model_len (131072)" in table.stdout
+    assert "what helps: use --max-model-len 40960 or less" in table.stdout
 
 
 def test_cli_plans_past_the_derived_length_with_the_env_var(monkeypatch) -> None:
@@ -109,7 +119,7 @@ def test_serve_line_env_var_counts_too(monkeypatch) -> None:
     monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
     line = f"vllm serve {QWEN3_8B} --max-model-len 131072 --kv-cache-memory-bytes 80G"
     refused = runner.invoke(app, ["check", "--serve", line])
-    assert refused.exit_code == EXIT_DOES_NOT_FIT and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in refused.stderr
+    assert refused.exit_code == EXIT_DOES_NOT_FIT and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in refused.stdout
     allowed = runner.invoke(app, ["check", "--serve", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 " + line])
     assert allowed.exit_code == 0, allowed.output
 

@@ -67,7 +67,7 @@ def test_max_position_embeddings_override_lets_a_longer_context_start() -> None:
                              json.dumps({**yarn, "max_position_embeddings": 131072})])
     assert ok.exit_code == 0, ok.output
     plan = json.loads(ok.stdout)
-    assert plan["max_model_len"] == 131072
+    assert plan["max_model_len"] == 128_000  # vLLM's human_readable_int: k = 10^3
     assert any("--hf-overrides: max_position_embeddings, rope_scaling" in w
                for w in plan["warnings"])
     api = kvplan.check(str(QWEN3), gpu="H100", max_model_len="128k",

@@ -240,8 +240,10 @@ BAD = [
     ("vllm serve m --compilation-config '{\"level\": 3'", "--compilation-config: invalid JSON"),
     ("vllm serve m --max-num-seqs 64.5", "--max-num-seqs expects an integer, got '64.5'"),
     ("vllm serve m -tp two", "-tp (--tensor-parallel-size) expects an integer, got 'two'"),
-    ("vllm serve m --max-model-len 128KB", "--max-model-len expects an integer"),
-    ("vllm serve m --max-model-len 1.5K", "--max-model-len expects an integer"),
+    ("vllm serve m --max-model-len 128KB",
+     "argument --max-model-len: invalid human_readable_int_or_auto value: '128KB'"),
+    ("vllm serve m --max-model-len 1.5K", "argument --max-model-len: Decimals are not allowed with "
+     "binary suffixes like K. Did you mean to use 1.5k instead?"),
     ("vllm serve m --gpu-memory-utilization high", "--gpu-memory-utilization expects a number"),
     ("vllm serve m --gpu-memory-utilization 1.2", "--gpu-memory-utilization 1.2 is out of range"),
     ("vllm serve m -tp 0", "--tensor-parallel-size 0 is out of range"),

@@ -92,6 +92,16 @@ def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
     return max(1, total_kv_heads // tp)
 
 
+def check_decode_context_parallel(tp: int, dcp: int) -> None:
+    """vLLM: ParallelConfig's validator — without prefill context parallelism DCP reuses the TP
+    ranks, so `tp % dcp == 0` (its ValueError, word for word; 0.31-0.34)."""
+    if tp % dcp != 0:
+        fits = ", ".join(str(d) for d in range(1, tp + 1) if tp % d == 0)
+        raise InputError(f"--decode-context-parallel-size {dcp}: vLLM raises ValueError: "
+                         f"tp_size={tp} must be divisible by dcp_size={dcp}.",
+                         hint=f"DCP reuses the TP ranks: with -tp {tp} use -dcp {fits}")
+
+
 def check_attention_heads_tp(total_attention_heads: int, tp: int) -> None:
     """vLLM: ModelConfig.verify_with_parallel_config — heads % tp must be 0."""
     if tp < 1:

@@ -100,6 +100,9 @@ class EngineResult:
     error: PlanError | None = None
     max_model_len: int = 0  # as requested
     max_model_len_after_planning: int = 0
+    # KV bytes one request needs per worker at max_model_len_after_planning: what vLLM's capacity
+    # check compares after auto-fit (= total_bytes_needed when the length is kept)
+    bytes_needed_after_planning: tuple[int, ...] = ()
     num_blocks: int | None = None
     capacity_is_hypothetical: bool = False
     max_concurrency: float | None = None
@@ -432,6 +435,11 @@ def plan(inp: PlannerInput) -> EngineResult:
                     profile, inp, max_model_len, need, cm, est))
                 break
 
+    # vLLM: _check_enough_kv_cache_memory runs at the auto-fitted max_model_len
+    needed_after = needed if max_model_len == inp.max_model_len else [
+        needed_bytes(p, _settings(inp, in_flight, max_model_len), pool)
+        for p, pool in zip(projected, pools, strict=True)]
+    common["bytes_needed_after_planning"] = tuple(needed_after)
     if not profile.pool_probe_needs_layer_views and any(
             not _layer_spec(g, n).has_layer_views for g in groups for n in g.layer_names):
         # vLLM 0.31/0.32: get_kv_cache_config_from_groups lays the tensors out per layer and

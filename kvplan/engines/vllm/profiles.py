@@ -89,6 +89,31 @@ class VllmProfile(BaseModel):
     # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
     # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
     # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
+    # --- the scheduler (kvplan/engine/workload.py) ---
+    # Scheduler waiting loop: a request left with 0 tokens by the MTP prefill-lookahead reserve
+    # is skipped (skip_request, 0.34) instead of stopping the loop (break, 0.31)
+    waiting_zero_tokens_skip: bool = True
+    # Scheduler._drafts_unused / SchedulerOutput.skip_drafts: no drafts proposed in a step whose
+    # requests cannot use them (0.34)
+    sync_spec_skips_unused_drafts: bool = True
+    # SpeculativeConfig.max_num_new_slots_for_drafting: DFlash adds K input slots (0.31)
+    dflash_adds_draft_slots: bool = False
+    # VllmConfig.num_hash_lookahead_tokens: EAGLE lookahead block hashes replace the block drop
+    lookahead_block_hashes: bool = True
+    # SpeculativeConfig.use_eagle_block_drop: DFlash drops the trailing prefix-cache block as
+    # EAGLE does (0.31, 0.32; from 0.33 needs_eagle_block_drop leaves DFlash/DSpark out)
+    dflash_eagle_block_drop: bool = False
+    # get_mamba_prefill_checkpoint_position: proof limit num_tokens − max(1, hash lookahead)
+    # (without the EAGLE drop: num_tokens); before, (num_tokens − 1)
+    mamba_checkpoint_proof_limit: bool = True
+    # Scheduler._mamba_block_aligned_split: last cacheable position and prompt tail through
+    # get_mamba_prefill_checkpoint_position, checkpoint unit hash block only with partial hits
+    mamba_split_checkpoint_position: bool = True
+    # MambaManager checkpoints land on cache_hit_alignment_tokens (else the hash block size)
+    mamba_checkpoint_unit_alignment: bool = True
+    # MambaManager 'align': a checkpoint step keeps the speculative blocks in place and may
+    # allocate them again (0.31)
+    mamba_checkpoint_keeps_spec_blocks: bool = False
     nemotron_ssm_hook_archs: frozenset[str] = frozenset({
         "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2",
         "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3",
@@ -115,7 +140,13 @@ PROFILES: dict[str, VllmProfile] = {
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
                     glm5_next_grouping=True, block_table_token_alignment=False,
                     glm5_next_sm100_fp8_kv=False,
-                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
+                    waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
+                    dflash_adds_draft_slots=True, lookahead_block_hashes=False,
+                    dflash_eagle_block_drop=True, mamba_checkpoint_proof_limit=False,
+                    mamba_split_checkpoint_position=False,
+                    mamba_checkpoint_unit_alignment=False,
+                    mamba_checkpoint_keeps_spec_blocks=True),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,
@@ -127,7 +158,10 @@ PROFILES: dict[str, VllmProfile] = {
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
                     pool_probe_needs_layer_views=False, block_table_token_alignment=False,
                     glm5_next_sm100_fp8_kv=False,
-                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034),
+                    nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
+                    waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
+                    dflash_adds_draft_slots=True, lookahead_block_hashes=False,
+                    dflash_eagle_block_drop=True),
         VllmProfile(version="0.33.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

@@ -93,8 +93,9 @@ def verify_max_model_len(model: ModelDescription, requested: int | None, *,
            "config.json).")
     if allow_long:
         return requested, f"vLLM warns: {msg} {_WARNING}"
-    raise StartupError(
-        f"vLLM would raise ValueError: {msg} To allow overriding this maximum, set the env var "
-        f"{LONG_ENV}=1. {_WARNING}",
+    # vLLM: config/model.py _get_and_verify_max_len raises ValueError
+    raise StartupError.vllm(
+        "ValueError", f"{msg} To allow overriding this maximum, set the env var {LONG_ENV}=1. "
+        f"{_WARNING}", cause="max_model_len",
         hint=f"use --max-model-len {int(derived)} or less, or set {LONG_ENV}=1 if the model "
              "really supports more")

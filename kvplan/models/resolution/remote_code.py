@@ -82,8 +82,8 @@ def remote_code_error(config: Mapping[str, Any], model_name: str,
                 f"https://hf.co/{model_name} .\n")
     message = (f"{head} You can inspect the repository content at https://hf.co/{model_name}.\n"
                "Please pass the argument `trust_remote_code=True` to allow custom code to be run.")
-    return StartupError(f"vLLM would raise ValueError: {message}",
-                        hint="pass --trust-remote-code (vLLM runs the checkpoint's own code)")
+    return StartupError.vllm("ValueError", message, cause="trust_remote_code",
+                             hint="pass --trust-remote-code (vLLM runs the checkpoint's own code)")
 
 
 def known_model_type(model_type: str | None, version: str | None = None) -> bool:
@@ -113,9 +113,9 @@ def unknown_model_type_error(config: Mapping[str, Any], model_name: str) -> Star
             "supports this model yet. In this case, you can get the most up-to-date code by "
             "installing Transformers from source with the command `pip install "
             "git+https://github.com/huggingface/transformers.git`")
-    return StartupError(f"vLLM would raise ValueError: {message}",
-                        hint="vLLM has no configuration class for this model type; a newer vLLM "
-                             "(or the checkpoint's remote code) may")
+    return StartupError.vllm("ValueError", message,
+                             hint="vLLM has no configuration class for this model type; a newer "
+                                  "vLLM (or the checkpoint's remote code) may")
 
 
 def check_config_readable(config: Mapping[str, Any], *, model_name: str,

@@ -39,8 +39,8 @@ def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: in
     `ModelDescription.supports_pipeline_parallel` is False, checked by the build.)"""
     if dep.max_num_batched_tokens is not None:
         if mnbt < max_model_len:
-            raise StartupError(
-                f"vLLM would raise ValueError: max_num_batched_tokens ({mnbt}) is smaller than "
+            raise StartupError.vllm(
+                "ValueError", f"max_num_batched_tokens ({mnbt}) is smaller than "
                 f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
                 "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
                 "increase max_num_batched_tokens or decrease max_model_len.",

@@ -47,7 +47,7 @@ from kvplan.engines.vllm.build.state import (
     layer_state,
     state_page_bytes,
 )
-from kvplan.engines.vllm.parallel import get_pp_indices
+from kvplan.engines.vllm.parallel import check_decode_context_parallel, get_pp_indices
 from kvplan.engines.vllm.planner import PlannerInput
 from kvplan.engines.vllm.profiles import get_profile
 from kvplan.engines.vllm.specs import (
@@ -104,9 +104,15 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     if tp < 1 or pp < 1 or dep.decode_context_parallel_size < 1:
         raise InputError("parallel sizes must be ≥ 1")
+    check_decode_context_parallel(tp, dep.decode_context_parallel_size)
     method = dep.speculative_method
     if draft is not None and method is None:
         method = draft.draft_method or "eagle"
+    if dep.num_speculative_tokens and method is None:
+        raise InputError(f"--num-speculative-tokens {dep.num_speculative_tokens} without a "
+                         "speculative method or a draft: nothing would use them",
+                         hint="add --speculative-method (eagle, eagle3, dflash, mtp, ngram), "
+                              "--draft MODEL or --speculative-config '{\"method\": ...}'")
     k = dep.num_speculative_tokens if method else 0
     if method and k < 1:
         raise InputError(f"speculative method {method} needs --num-speculative-tokens ≥ 1")
@@ -127,8 +133,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
     if pp > 1 and not target.supports_pipeline_parallel:
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
-        raise StartupError(f"vLLM would raise NotImplementedError: {NO_PIPELINE_PARALLEL}",
-                           hint="drop --pipeline-parallel-size")
+        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
+                                hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder:
