@@ -731,18 +731,25 @@ def _engines(engine: str) -> tuple[str, ...]:
     return names
 
 
+def _fit_target(max_model_len: int | str, concurrency: int) -> int:
+    """fit's target, checked: a number for --max-model-len (not auto), --concurrency ≥ 1."""
+    mml, auto = parse_max_model_len(max_model_len)
+    if auto or mml is None:
+        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
+                         hint="e.g. --max-model-len 128k")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
+                         hint="the number of concurrent requests of --max-model-len tokens")
+    return mml
+
+
 def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft: str | None,
                 progress: Any, o: Mapping[str, Any]) -> FitResult:
     """fit()'s SGLang search: the shared options and SGLang's own."""
     from kvplan.budget.hardware import parse_vendors
     from kvplan.pipeline.sglang_fit import search_sglang
 
-    mml, auto = parse_max_model_len(max_model_len)
-    if auto or mml is None:
-        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
-                         hint="e.g. --max-model-len 128k")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
+    mml = _fit_target(max_model_len, concurrency)
     sopts = {k: v for k, v in o.items() if k in _FIT_SGLANG}
     algorithm = sopts.get("speculative_algorithm") or _SGLANG_ALGORITHM.get(
         str(o.get("speculative_method") or "").lower())
@@ -796,13 +803,7 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
     from kvplan.pipeline.deploy import Request
     from kvplan.pipeline.fit import DEFAULT_KV_DTYPES, search
 
-    mml, auto = parse_max_model_len(max_model_len)
-    if auto or mml is None:
-        raise InputError("kvplan fit needs a number for --max-model-len, not auto",
-                         hint="e.g. --max-model-len 128k")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"--concurrency must be ≥ 1, got {concurrency}",
-                         hint="the number of concurrent requests of --max-model-len tokens")
+    mml = _fit_target(max_model_len, concurrency)
     util = o.get("gpu_memory_utilization")
     if util is not None and not 0 < util <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
