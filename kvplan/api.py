@@ -41,6 +41,8 @@ class CheckOptions(TypedDict, total=False):
     dtype: str
     max_model_len: int | str | None  # 131072, "128K" (131,072), "128k" (128,000), "auto" or -1
     allow_long_max_model_len: bool  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the CLI reads the variable)
+    trust_remote_code: bool  # vLLM's --trust-remote-code
+    allow_deprecated_quantization: bool  # vLLM's --allow-deprecated-quantization
     max_num_batched_tokens: int | str | None  # 16384, "16K" or "16k" (16,000)
     max_num_seqs: int | None
     block_size: int | None
@@ -304,7 +306,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
                                          if kv_mem is not None else None),
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
-                  hf_overrides=_hf_overrides(o))
+                  hf_overrides=_hf_overrides(o),
+                  trust_remote_code=o.get("trust_remote_code", False))
     workloads = parse_workloads(o.get("workload"))  # bad --workload fails before planning
     if not workloads:
         return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
@@ -465,6 +468,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         kv_cache_dtype=o.get("kv_cache_dtype", "auto"), dtype=o.get("dtype", "auto"),
         block_size=o.get("block_size"), max_model_len=mml, auto_fit_max_model_len=auto,
         allow_long_max_model_len=o.get("allow_long_max_model_len", False),
+        allow_deprecated_quantization=o.get("allow_deprecated_quantization", False),
         max_num_batched_tokens=parse_batched_tokens(o.get("max_num_batched_tokens")),
         max_num_seqs=o.get("max_num_seqs"),
         tensor_parallel_size=o.get("tensor_parallel_size", 1),

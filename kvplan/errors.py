@@ -50,6 +50,13 @@ class UnsupportedError(KvplanError):
     default_hint = ("describe the layers by hand with `kvplan check --specs FILE.json` "
                     "(docs/specs-format.md)")
 
+    def __init__(self, message: str, hint: str | None = None, *,
+                 vllm_stage: str | None = None) -> None:
+        super().__init__(message, hint)
+        # "config" / "registry": vLLM itself refuses while reading the config, before its
+        # max-length check; None: later (building the model) or a limit of kvplan's
+        self.vllm_stage = vllm_stage
+
 
 class HubError(KvplanError):
     """The hub or its cache could not provide a file."""

@@ -14,13 +14,17 @@ import json
 import os
 import sys
 import tempfile
-import types
 from pathlib import Path
 
-import vllm.config.model as vcm  # noqa: F401  (import order: breaks a circular import)
-from transformers import AutoConfig
-from vllm.transformers_utils.config import patch_rope_parameters
-from vllm.transformers_utils.model_arch_config_convertor import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vllm_cpu_compat import define_torchvision_schemas  # noqa: E402
+
+define_torchvision_schemas()
+
+import vllm.config.model as vcm  # noqa: E402,F401  (import order: breaks a circular import)
+from transformers import AutoConfig  # noqa: E402
+from vllm.transformers_utils.config import patch_rope_parameters  # noqa: E402
+from vllm.transformers_utils.model_arch_config_convertor import (  # noqa: E402
     MODEL_ARCH_CONFIG_CONVERTORS,
     ModelArchConfigConvertorBase,
 )
@@ -53,7 +57,10 @@ def run(cfg, max_model_len, allow_long):
     patch_rope_parameters(text)
     conv_cls = MODEL_ARCH_CONFIG_CONVERTORS.get(cfg.model_type, ModelArchConfigConvertorBase)
     conv = conv_cls(cfg, text)
-    arch = types.SimpleNamespace(derived_max_model_len_and_key=conv.derive_max_model_len_and_key())
+    # the ModelArchitectureConfig vLLM builds (a pydantic dataclass: its
+    # `derived_max_model_len_and_key: tuple[float, str | None]` stores the length as a float, which
+    # vLLM's error message prints, e.g. 8192.0)
+    arch = conv.convert()
     try:
         return {"result": vcm._get_and_verify_max_len(text, arch, None, max_model_len,
                                                       False, None)}

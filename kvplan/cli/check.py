@@ -89,6 +89,11 @@ def check(
     fmt: Annotated[str, Opt("--format", help="table, json or markdown")] = "table",
     as_json: Annotated[bool, Opt("--json", help="JSON on stdout (same as --format json)")] = False,
     explain: Annotated[bool, Opt("--explain", help="why, ranked by effect, and what-ifs")] = False,
+    trust_remote_code: Annotated[bool, Opt(
+        "--trust-remote-code", help="as vLLM's: plan a config that needs the checkpoint's code")
+    ] = False,
+    allow_deprecated_quantization: Annotated[bool, Opt(
+        "--allow-deprecated-quantization", help="as vLLM's: serve e.g. fbgemm_fp8")] = False,
     workload: Annotated[list[str] | None, Opt(
         "--workload", help="PROMPT:OUTPUT tokens (vLLM's notation: 8k:1k = 8000:1000, 8K = 8192; "
         "repeatable) or a file of pairs: how many such requests vLLM's scheduler runs at once")
@@ -148,6 +153,8 @@ def check(
         gpu_memory_utilization=gpu_memory_utilization, data_parallel_size=data_parallel_size,
         enforce_eager=enforce_eager, revision=revision, vllm=vllm, with_fix=with_fix,
         explain=explain, hf_overrides=hf_overrides, runner=runner, convert=convert,
+        trust_remote_code=trust_remote_code,
+        allow_deprecated_quantization=allow_deprecated_quantization,
         async_scheduling=async_scheduling, enable_chunked_prefill=enable_chunked_prefill,
         workload=workload)
     raise typer.Exit(emit(plan, fmt, as_json))

@@ -330,6 +330,11 @@ def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> Mo
             note = encoder_cache_note(architectures(top))
             return desc if note is None else desc.model_copy(
                 update={"warnings": desc.warnings + (note,)})
+        from kvplan.models.resolution.resolve import has_remote_config
+        if has_remote_config(top.data) and not text_cfg(top).has("layer_types"):
+            # remote code (vLLM needs --trust-remote-code; the pipeline checks it): the raw
+            # fields through vLLM's generic accessors
+            return describe_resolved(top, quant, _BY_MODEL_TYPE, raw_fields=True)
         from kvplan.models.resolution.generic import describe_generic
         return describe_generic(top, quant)  # plans from layer_types, or refuses
     return describe_resolved(top, quant, _BY_MODEL_TYPE)
@@ -376,7 +381,47 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         if desc.pooling_defaults is None and not desc.draft_method:
             from kvplan.models.pooling import mark_pooling
             desc = mark_pooling(desc, top)
-        return _with_raw_facts(desc, top)
+        return wrapper_layer_names(_with_raw_facts(desc, top))
+
+
+def length_only_description(config: Mapping[str, Any], source: str) -> ModelDescription:
+    """A description with only what vLLM's max-length rule reads (no layers), for configs no
+    adapter describes: the length keys and RoPE sets of the transformers-resolved text config,
+    else of config.json as written."""
+    from kvplan.models._common import max_length_fields, rope_scaling
+    top = Cfg(config, source)
+    text = text_cfg(top)
+    fields, rope = max_length_fields(text), rope_scaling(text)
+    model_type = str(text.get("model_type") or top.get("model_type") or "")
+    try:
+        from kvplan.models.resolution import accessors as acc
+        from kvplan.models.resolution.resolve import resolve
+        r = resolve(config, source)
+        fields, rope, model_type = (acc.max_length_fields(r), acc.rope_parameter_sets(r),
+                                    r.text_model_type or model_type)
+    except KvplanError:
+        pass
+    return ModelDescription(source=source, model_type=model_type, family="length-only",
+                            layers=(), max_length_fields=fields, rope_scaling=rope)
+
+
+def wrapper_layer_names(desc: ModelDescription) -> ModelDescription:
+    """The decoder layers of a multimodal wrapper under the module vLLM builds its language model
+    in (`language_model.model.layers.N...`): adapters name the language model's own layers
+    (`model.layers.N...`); the wrapper's prefix is vLLM's (kvplan.models.coverage). Names an
+    adapter already placed under it are kept; the MTP drafter is a model of its own.
+    vLLM: the wrapper's __init__ (e.g. qwen2_5_vl.py `init_vllm_registered_model(...,
+    prefix=maybe_prefix(prefix, "language_model"))`), data from tools/vllm_lm_prefix.py."""
+    from kvplan.models.resolution.layer_names import language_model_prefix
+    prefix = language_model_prefix(desc.architectures)
+    if not prefix:
+        return desc
+    head = prefix + "."
+    # an adapter that already names the wrapper's layers (any wrapper-level prefix) is kept
+    if any(not layer.name.startswith("model.") for layer in desc.layers):
+        return desc
+    layers = tuple(layer.model_copy(update={"name": head + layer.name}) for layer in desc.layers)
+    return desc.model_copy(update={"layers": layers})
 
 
 def _with_raw_facts(desc: ModelDescription, top: Cfg) -> ModelDescription:

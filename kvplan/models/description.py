@@ -137,6 +137,9 @@ class LayerDescription(Frozen):
     cca: CcaDims | None = None
     # projections replicated on every TP rank (ReplicatedLinear): heads / state are not split
     tp_replicated: bool = False
+    # learned per-head attention sinks (no KV of their own); they pick the FlashAttention version
+    # a layer with K and V of different sizes runs on (vLLM: fa_utils.get_flash_attn_version)
+    has_sinks: bool = False
 
 
 class QuantizationInfo(Frozen):

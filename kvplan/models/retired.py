@@ -41,4 +41,5 @@ def refuse_retired(source: str, architectures: Iterable[str]) -> None:
         raise UnsupportedError(
             f"{source}: model architecture {arch} was supported in vLLM until v{last}, and is "
             f"not supported anymore{why}; vLLM 0.31-0.34 refuse to start it",
-            hint=f"an older vLLM (<= {last}) serves it; kvplan models vLLM 0.31-0.34 only")
+            hint=f"an older vLLM (<= {last}) serves it; kvplan models vLLM 0.31-0.34 only",
+            vllm_stage="registry")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.vllm.build import Deployment
+from kvplan.errors import UnsupportedError
 from kvplan.models.description import ModelDescription
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class Request:
     explain: bool = False
     label: str | None = None
     hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
+    trust_remote_code: bool = False  # vLLM's --trust-remote-code
     # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
     diagnose_weights: bool = True
 
@@ -64,13 +66,20 @@ def resolve(req: Request) -> Resolved:
     files = hub.load_model_files(req.model, revision=req.revision)
     overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
     target_config = apply_hf_overrides(files.config, overrides)
-    target = config.describe_model(target_config, source=req.model,
-                                   hf_quant_config=files.hf_quant_config)
-    notes = list(files.notes) + [n for n in [overrides_note(overrides)] if n]
+    remote_note = _config_readable(req, files, target_config)
+    try:
+        target = config.describe_model(target_config, source=req.model,
+                                       hf_quant_config=files.hf_quant_config)
+    except UnsupportedError as exc:
+        _length_check_first(req, target_config, exc)
+        raise
+    notes = list(files.notes) + [n for n in [overrides_note(overrides), remote_note] if n]
     method = req.deployment.speculative_method
     draft_desc, draft_cfg = None, None
     if req.draft is not None:
         dfiles = hub.load_model_files(req.draft)
+        draft_note = _config_readable(req, dfiles, dfiles.config)
+        notes += [draft_note] if draft_note else []
         draft_desc = config.describe_draft(dfiles.config, source=req.draft, method=method,
                                            target=target, hf_quant_config=dfiles.hf_quant_config)
         draft_cfg = dfiles.config
@@ -86,6 +95,37 @@ def resolve(req: Request) -> Resolved:
     return Resolved(target=target, draft=draft_desc, target_config=target_config,
                     target_quant=files.hf_quant_config, draft_config=draft_cfg,
                     weight_headers=headers, notes=tuple(notes))
+
+
+def _config_readable(req: Request, files: Any, cfg: dict[str, Any]) -> str | None:
+    """vLLM's first start-up step: reading config.json (remote code, unknown model types)."""
+    import os
+
+    from kvplan.models.resolution.remote_code import check_config_readable
+
+    if files.is_hub:
+        name, local = files.repo_id, None
+    else:  # vLLM is given the folder (a config.json path stands for its folder)
+        name = files.source if files.config_path != files.source else files.local_dir
+        local = os.path.abspath(name)
+    return check_config_readable(cfg, model_name=name, local_abspath=local,
+                                 trust_remote_code=req.trust_remote_code,
+                                 version=req.deployment.vllm_version)
+
+
+def _length_check_first(req: Request, cfg: dict[str, Any], exc: UnsupportedError) -> None:
+    """vLLM checks --max-model-len (ModelConfig) before it builds the model class: a refusal
+    that only building the model would raise (a draft head served as a target, a layer kvplan
+    cannot size) comes after vLLM's max-length refusal, which is raised here first."""
+    if exc.vllm_stage is not None:
+        return  # vLLM refused while reading the config: before the length check
+    from kvplan.models import length_only_description
+    from kvplan.models.resolution.max_len import verify_max_model_len
+
+    dep = req.deployment
+    if dep.max_model_len is not None:
+        verify_max_model_len(length_only_description(cfg, req.model), dep.max_model_len,
+                             allow_long=dep.allow_long_max_model_len)
 
 
 def text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:

@@ -370,6 +370,7 @@ FLAG_TABLE: tuple[tuple[str, str, tuple[Any, ...] | None], ...] = (
 # sizes, batch shape, parallelism, draft model, weights on the GPU). Everything else → `ignored`.
 KV_RELEVANT: frozenset[str] = frozenset("""
     model dtype revision hf_config_path hf_overrides config_format max_model_len quantization
+    trust_remote_code allow_deprecated_quantization
     quantization_config runner convert model_impl enforce_eager disable_sliding_window
     enable_sleep_mode load_format
     block_size gpu_memory_utilization kv_cache_memory_bytes kv_cache_dtype num_gpu_blocks_override

@@ -33,7 +33,11 @@ SCENARIOS = [
 
 def _same_up_to_draft_names(got: dict, exp: dict) -> dict:
     """vLLM names DFlash layers after the target (model.layers.64…); the golden cases call them
-    drafter.layers.0…. Map ours onto theirs by order, then everything must be equal."""
+    drafter.layers.0…. Map ours onto theirs by order, then everything must be equal. (The cases
+    name the target's layers as its text model's, model.layers.N; vLLM builds Qwen3.5's language
+    model under its multimodal wrapper, language_model.model.layers.N: compared without it.)"""
+    for g in got["groups"]:
+        g["layer_names"] = [n.removeprefix("language_model.") for n in g["layer_names"]]
     ours = [n for g in got["groups"] for n in g["layer_names"]]
     theirs = {n for g in exp["groups"] for n in g["layer_names"]}
     extra = sorted((n for n in ours if n not in theirs), key=lambda n: int(n.split(".")[2]))

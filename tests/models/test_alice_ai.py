@@ -74,9 +74,11 @@ def test_refused_before_0_33() -> None:
 
 
 def test_cli_h100_x8(tmp_path) -> None:
+    # vLLM has no configuration class for alice_ai: a checkpoint carries its own (auto_map),
+    # which vLLM runs only with --trust-remote-code
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps(_config()))
-    out = check_h100_x8(cfg)
+    cfg.write_text(json.dumps(_config(auto_map={"AutoConfig": "configuration_alice.AliceConfig"})))
+    out = check_h100_x8(cfg, "--trust-remote-code")
     assert {g["kind"] for g in out["groups"]} == {"mamba", "full_attention"}
     assert {g["natural_page_size_bytes"] for g in out["groups"] if g["kind"] == "mamba"} == {
         271_360}

@@ -91,7 +91,9 @@ REASONS: dict[tuple[str, str], str] = {
 def _kind_of(layer_type: str) -> set[LayerKind]:
     return {"full_attention": {LayerKind.FULL_ATTENTION},
             "sliding_attention": {LayerKind.SLIDING_WINDOW, LayerKind.SLIDING_WINDOW_MLA},
-            "indexed_attention": {LayerKind.MLA}}.get(layer_type, set())
+            "indexed_attention": {LayerKind.MLA},
+            # transformers' Llama4TextConfig: no_rope_layers → chunked local attention
+            "chunked_attention": {LayerKind.CHUNKED_LOCAL}}.get(layer_type, set())
 
 
 def _describe(name: str) -> tuple[ModelDescription, dict[str, Any]]:

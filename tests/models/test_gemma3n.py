@@ -46,7 +46,11 @@ def test_defaults_layer_kinds() -> None:
 
 
 def test_causal_lm_and_wrapper_have_the_same_layers() -> None:
-    assert describe_model(_causal_lm(), source="lm").layers == real(DEFAULTS).layers
+    # the wrapper builds the same language model under `language_model` (gemma3n_mm.py)
+    lm, wrapper = describe_model(_causal_lm(), source="lm").layers, real(DEFAULTS).layers
+    assert all(w.name == "language_model." + c.name for c, w in zip(lm, wrapper, strict=True))
+    assert [c.model_copy(update={"name": w.name}) for c, w in zip(lm, wrapper, strict=True)] == \
+        list(wrapper)
 
 
 def test_shared_layer_without_a_target_keeps_its_cache() -> None:

@@ -23,6 +23,7 @@ import pytest
 from kvplan.engines.vllm.build import build
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.specs import MLAAttentionSpec, SparseCacheRole
+from kvplan.errors import UnsupportedError
 from kvplan.models.description import LayerKind
 from tests.models.helpers import HF_CONFIGS, check_h100_x8, h100_tp8, one, real
 
@@ -95,6 +96,27 @@ def test_fp8_kv_is_served_as_fp8_ds_mla_on_h100() -> None:
     specs = {lp.name: lp.spec for lp in res.layers}
     assert specs["model.layers.0.self_attn.attn"].page_size_bytes == 41984
     assert specs["model.layers.0.self_attn.indexer.k_cache"].page_size_bytes == 8448
+
+
+def test_fp8_e4m3_kv_runs_flashinfer_sm90_sparse_on_h100() -> None:
+    # SM90 sparse tail (cuda.py _get_backend_priorities): FLASH_ATTN_MLA_SPARSE (bf16 only),
+    # FLASHMLA_SPARSE (auto / bfloat16 / fp8_ds_mla / its alias fp8 — not fp8_e4m3), then
+    # FLASHINFER_MLA_SPARSE_SM90, which takes fp8_e4m3 as plain fp8 latent rows: 64 · 576 · 1 =
+    # 36,864 B (not the 656 B fp8_ds_mla blob); the plan says so. vLLM 0.34.0 itself: the e2e
+    # golden tests/data/vllm-e2e-0.34.0/zai-org--GLM-5.1@fp8_e4m3.json
+    res = build(real("zai-org--GLM-5.1"), h100_tp8(kv_cache_dtype="fp8_e4m3", max_model_len=202752))
+    assert res.kv_cache_dtype == "fp8_e4m3"
+    attn = {lp.name: lp for lp in res.layers}["model.layers.0.self_attn.attn"]
+    assert attn.backend == "FLASHINFER_MLA_SPARSE_SM90" and attn.spec.page_size_bytes == 36864
+    assert any("FLASHINFER_MLA_SPARSE_SM90" in w for w in res.warnings)
+    # `fp8` stays FlashMLA sparse's alias (fp8_ds_mla), and fp8_e5m2 has no SM90 sparse backend
+    assert build(real("zai-org--GLM-5.1"), h100_tp8(kv_cache_dtype="fp8", max_model_len=202752)
+                 ).kv_cache_dtype == "fp8_ds_mla"
+    with pytest.raises(UnsupportedError, match="no sparse MLA attention backend"):
+        build(real("zai-org--GLM-5.1"), h100_tp8(kv_cache_dtype="fp8_e5m2", max_model_len=202752))
+    # A100 (SM80): every sparse MLA backend needs SM9x/SM10x
+    with pytest.raises(UnsupportedError, match="no sparse MLA attention backend"):
+        build(real("zai-org--GLM-5.1"), h100_tp8(sm=80, max_model_len=202752))
 
 
 def test_glm_on_sm100_defaults_to_fp8_e4m3() -> None:

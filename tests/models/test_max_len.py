@@ -58,7 +58,20 @@ def test_derived_lengths_by_hand() -> None:
     llama = _describe({"config": "meta-llama--Llama-3.1-8B"})
     assert derived_max_model_len(llama) == (131072.0, "max_position_embeddings")  # llama3: no ×8
     nemotron = _describe({"config": "nvidia--Nemotron-H-56B-Base-8K"})
-    assert derived_max_model_len(nemotron) == (8192, "max_position_embeddings")  # no RoPE: an int
+    got = derived_max_model_len(nemotron)  # no RoPE: still a float (vLLM's pydantic field)
+    assert got == (8192.0, "max_position_embeddings") and isinstance(got[0], float)
+
+
+def test_no_length_key_defaults_to_2048_with_vllms_warning() -> None:
+    """vLLM: _get_and_verify_max_len assumes 2048 when no length key exists (× the RoPE factor),
+    and takes a requested length unchecked."""
+    cfg = json.loads((QWEN3_8B / "config.json").read_text())
+    del cfg["max_position_embeddings"]
+    model = config.describe_model(cfg, source="no-length")
+    model = model.model_copy(update={"max_length_fields": ()})
+    length, warning = verify_max_model_len(model, None)
+    assert length == 2048 and warning is not None and "Assuming the model's maximum length is 2048" in warning
+    assert verify_max_model_len(model, 1_000_000) == (1_000_000, None)
 
 
 def test_allow_long_env_values() -> None:

@@ -81,6 +81,33 @@ def test_mimo_v2_diff_kv_takes_flash_attention_on_sm100() -> None:
         assert {lp.backend for lp in res.layers} == {backend}
 
 
+def test_mimo_v2_fp8_kv_needs_a_flash_attention_that_takes_it() -> None:
+    # flash_attn_diffkv.py FlashAttentionDiffKVImpl.__init__ asks fa_utils.
+    # flash_attn_supports_kv_cache_dtype with the layer's sinks: on SM90 the SWA layers (192/128
+    # with add_swa_attention_sink_bias) are upgraded FA3 → FA4, which takes quantized K/V only at
+    # 512/512 → NotImplementedError (the 0.34 e2e golden MiMo-V2-Flash@fp8); SM100 runs FA4 at
+    # 192/128; fp8_e5m2 never; SM80 runs TRITON_ATTN_DIFFKV, which has no such check
+    import pytest
+
+    from kvplan.engines.vllm.build import build
+    from kvplan.errors import StartupError
+    from tests.models.helpers import h100_tp8
+
+    m = real("XiaomiMiMo--MiMo-V2-Flash")
+    assert any(layer.has_sinks for layer in m.layers)
+    assert not any(layer.has_sinks for layer in of_kind(m, LayerKind.FULL_ATTENTION))
+    with pytest.raises(StartupError, match="Unsupported FP8 Diff-KV configuration"):
+        build(m, h100_tp8(sm=90, kv_cache_dtype="fp8"))
+    with pytest.raises(StartupError, match="Unsupported FP8 Diff-KV configuration"):
+        build(m, h100_tp8(sm=100, kv_cache_dtype="fp8_e5m2"))
+    for sm in (100, 80):
+        assert build(m, h100_tp8(sm=sm, kv_cache_dtype="fp8")).layers
+    # without sinks the SM90 layers stay on FA3, which takes fp8
+    no_sinks = m.model_copy(update={"layers": tuple(
+        layer.model_copy(update={"has_sinks": False}) for layer in m.layers)})
+    assert build(no_sinks, h100_tp8(sm=90, kv_cache_dtype="fp8")).layers
+
+
 def test_mimo_v2_omni_is_mimo_v2_under_language_model() -> None:
     """vLLM: mimo_v2_omni.py MiMoV2OmniForCausalLM builds MiMoV2FlashForCausalLM at
     language_model (vision / audio towers hold no KV cache). The MiMo-V2-Flash config with the

@@ -38,7 +38,9 @@ WRAPPERS = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
 
 def _wrapped(arch: str, key: str = "llm_config") -> dict[str, Any]:
     text, _ = read_config(NANO)
+    # the published wrappers carry their configuration class as remote code (auto_map)
     return {"architectures": [arch], "model_type": arch, "torch_dtype": "bfloat16",
+            "auto_map": {"AutoConfig": "configuration.Config"},
             key: text, "vision_config": {"patch_size": 16}}
 
 
@@ -110,7 +112,7 @@ def test_transcribe_is_refused_before_0_34() -> None:
 def test_vl_cli_h100_x8_equals_the_text_model(tmp_path) -> None:
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(_wrapped("NemotronH_Nano_VL_V2")))
-    out = check_h100_x8(cfg)
+    out = check_h100_x8(cfg, "--trust-remote-code")
     plain = check_h100_x8(HF_CONFIGS / NANO / "config.json")
     # natural Mamba page per rank 4,608 + 262,144 = 266,752 B (see above)
     assert {g["natural_page_size_bytes"] for g in out["groups"] if g["kind"] == "mamba"} == {

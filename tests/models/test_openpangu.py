@@ -46,7 +46,9 @@ def test_embedded_7b_is_plain_full_attention() -> None:
 
 
 def test_embedded_7b_cli_h100_x8() -> None:
-    out = check_h100_x8(HF_CONFIGS / EMBEDDED_7B / "config.json", "--max-model-len", "32768")
+    # its config class is the checkpoint's own code (auto_map): vLLM needs --trust-remote-code
+    out = check_h100_x8(HF_CONFIGS / EMBEDDED_7B / "config.json", "--max-model-len", "32768",
+                        "--trust-remote-code")
     # per rank 8 / 8 = 1 KV head · (128 + 128) · 2 B = 512 B/token; 0.34's default block 64
     # (CacheConfig.DEFAULT_BLOCK_SIZE, FlashAttention takes it) → 32,768 B pages; 34 layers in
     # one group; 32768 / 64 = 512 blocks per request

@@ -242,3 +242,31 @@ def test_qwen3_vl_32b_sibling_plans_with_no_new_code() -> None:
     assert len(m.layers) == 64
     assert _shape(m) == {("full_attention", 8, 128, None)}
     assert (m.max_position_embeddings, m.dtype) == (262144, "bfloat16")
+
+
+def test_cohere2_sliding_layers_see_one_token_more() -> None:
+    # Cohere2ForCausalLM → commandr.py CohereAttention: a sliding_attention layer passes
+    # per_layer_sliding_window = config.sliding_window + 1 (its training convention sees
+    # [pos - window, pos]); full layers none, and CacheConfig.sliding_window is cleared because
+    # layer_types is set. 4 layers (3 sliding, 1 full), 2 KV heads, head size 1024 / 8 = 128
+    config = {"architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2",
+              "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
+              "num_key_value_heads": 2, "sliding_window": 4096, "max_position_embeddings": 8192,
+              "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+              "torch_dtype": "bfloat16"}
+    m = describe_model(config, source="hand-made cohere2")
+    assert [layer.sliding_window for layer in m.layers] == [4097, 4097, 4097, None]
+    assert m.model_sliding_window is None
+
+
+def test_per_layer_window_rule_comes_from_vllms_classes() -> None:
+    # tools/vllm_layer_names.py builds each class with alternating layer_types and a 128-token
+    # window and reads each Attention's sliding_window: granitemoe.py passes
+    # per_layer_sliding_window from granite_layer_attn_params, Qwen2MoeForCausalLM ignores
+    # layer_types, Cohere2 adds one token
+    from kvplan.models.resolution.layer_names import sliding_window_rule
+
+    assert sliding_window_rule(("GraniteMoeSWAForCausalLM",)) == (True, 0)
+    assert sliding_window_rule(("Qwen2MoeForCausalLM",)) == (False, 0)
+    assert sliding_window_rule(("Cohere2ForCausalLM",)) == (True, 1)
+    assert sliding_window_rule(("NoSuchForCausalLM",)) == (None, 0)

@@ -41,9 +41,11 @@ def test_pr53499_command() -> None:
         "max_num_seqs": 64,
         "async_scheduling": True,
         "speculative_config": {"method": "dflash", "model": "z-lab/Qwen3.5-27B-DFlash", "num_speculative_tokens": 7},
+        # vLLM reads the config (and may refuse it) by it: KV-relevant, not ignored
+        "trust_remote_code": True,
     }
     assert cmd.env == {"HF_HOME": "/models/hf", "CUDA_VISIBLE_DEVICES": "0", "VLLM_PP_LAYER_PARTITION": "64"}
-    assert cmd.ignored == ["--served-model-name", "--host", "--port", "--trust-remote-code"]
+    assert cmd.ignored == ["--served-model-name", "--host", "--port"]
     assert cmd.unknown == [] and cmd.notes == []
 
 

@@ -24,6 +24,8 @@ class Backend(StrEnum):
     FLASHMLA_SPARSE = "FLASHMLA_SPARSE"
     FLASH_ATTN_MLA_SPARSE = "FLASH_ATTN_MLA_SPARSE"
     FLASHINFER_MLA_SPARSE = "FLASHINFER_MLA_SPARSE"
+    # FlashInfer's SM90 sparse MLA (plain latent rows, any KV dtype but the ds_mla blobs)
+    FLASHINFER_MLA_SPARSE_SM90 = "FLASHINFER_MLA_SPARSE_SM90"
     DEEPSEEK_V32_INDEXER = "DEEPSEEK_V32_INDEXER"  # the DSA indexer's K cache
     # GLM-5.3-Flash (0.32+): the kpool-compressed indexer K cache and its tail ring
     GLM5_NEXT_INDEXER = "GLM5_NEXT_INDEXER"
@@ -67,6 +69,8 @@ def kernel_block_sizes(backend: Backend, *, sm: int | None = None, gqa_ratio: in
         return (MultipleOf(64),)  # 0.31: [64] — the same blocks next to the indexer's [64]
     if backend is Backend.FLASHINFER_MLA_SPARSE:
         return (MultipleOf(32),)
+    if backend is Backend.FLASHINFER_MLA_SPARSE_SM90:
+        return (MultipleOf(64),)  # vLLM: FlashInferMLASparseSM90Backend
     if backend is Backend.DEEPSEEK_V32_INDEXER:
         return (64,)  # vLLM: DeepseekV32IndexerBackend (CUDA)
     if backend in (Backend.FLASHMLA_SPARSE_DSV4, Backend.DEEPSEEK_V4_INDEXER):

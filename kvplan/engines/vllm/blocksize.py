@@ -65,14 +65,43 @@ def select_backend(*, kv_cache_dtype: str, is_mla: bool, sm: int | None, causal:
     return Backend.FLASH_ATTN
 
 
+# vLLM: <Backend>.supported_kv_cache_dtypes of the SM8x/SM9x sparse MLA tail (0.31–0.34 alike)
+_SPARSE_KV_DTYPES = {
+    Backend.FLASH_ATTN_MLA_SPARSE: ("auto", "float16", "bfloat16"),
+    Backend.FLASHMLA_SPARSE: ("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),
+    Backend.FLASHINFER_MLA_SPARSE_SM90: ("auto", "bfloat16", "fp8", "fp8_e4m3"),
+}
+
+
+def _sparse_tail_accepts(backend: Backend, kv_cache_dtype: str, sm: int,
+                         head_size: int | None, nope: bool) -> bool:
+    """vLLM: the backend's validate_configuration on SM8x/SM9x (KV dtype, compute capability,
+    FlashMLA sparse's 512-wide NoPE rule; FlashInfer SM90 needs flashinfer >= 0.6.18, which
+    vLLM's wheels pin, and kv_lora_rank 512 with qk_rope_head_dim 0 or 64, as every DSA model)."""
+    if kv_cache_dtype not in _SPARSE_KV_DTYPES[backend]:
+        return False
+    if backend is Backend.FLASHMLA_SPARSE:
+        if kv_cache_dtype == "nvfp4_ds_mla":
+            return False  # SM100 only
+        if head_size == 512:  # NoPE only, bf16 or the ds_mla layout, SM90
+            return nope and sm // 10 == 9 and kv_cache_dtype in ("auto", "bfloat16",
+                                                                 "fp8_ds_mla")
+        return sm // 10 in (9, 10)
+    return sm // 10 == 9  # FlashAttention sparse and FlashInfer SM90: SM9x only
+
+
 def select_sparse_mla_backend(*, kv_cache_dtype: str, sm: int | None,
-                              override: str | None = None) -> Backend:
+                              override: str | None = None, head_size: int | None = None,
+                              nope: bool = False) -> Backend:
     """vLLM: platforms/cuda.py _get_backend_priorities, the sparse MLA tail (DSA models): the
     first sparse backend that takes the KV dtype (0.31–0.34 alike).
 
     SM10x: quantized KV → FlashInfer sparse (plain fp8 rows), bf16 / the ds_mla blobs → FlashMLA
-    sparse; elsewhere bf16 → FlashAttention sparse, quantized → FlashMLA sparse (which serves
-    any fp8 dtype as fp8_ds_mla, mla_attention._canonicalize_sparse_mla_kv_cache_dtype).
+    sparse. Elsewhere: FlashAttention sparse, FlashMLA sparse, FlashInfer's SM90 sparse backend
+    (first for a 512-wide latent), the first that takes the KV dtype: bf16 → FlashAttention;
+    `fp8` (FlashMLA's alias) → FlashMLA sparse, which serves it as fp8_ds_mla
+    (mla_attention._canonicalize_sparse_mla_kv_cache_dtype); `fp8_e4m3` (e.g. a ModelOpt
+    checkpoint's FP8 KV) → FlashInfer SM90, plain fp8 latent rows.
     """
     if override:
         return select_backend(kv_cache_dtype=kv_cache_dtype, is_mla=True, sm=sm,
@@ -86,7 +115,20 @@ def select_sparse_mla_backend(*, kv_cache_dtype: str, sm: int | None,
         if quantized and kv_cache_dtype not in ("fp8_ds_mla", "nvfp4_ds_mla"):
             return Backend.FLASHINFER_MLA_SPARSE
         return Backend.FLASHMLA_SPARSE
-    return Backend.FLASHMLA_SPARSE if quantized else Backend.FLASH_ATTN_MLA_SPARSE
+    tail = [Backend.FLASH_ATTN_MLA_SPARSE, Backend.FLASHMLA_SPARSE]
+    if head_size == 512:
+        tail.insert(0, Backend.FLASHINFER_MLA_SPARSE_SM90)
+    else:
+        tail.append(Backend.FLASHINFER_MLA_SPARSE_SM90)
+    for backend in tail:
+        if _sparse_tail_accepts(backend, kv_cache_dtype, 90 if sm is None else sm, head_size,
+                                nope):
+            return backend
+    raise UnsupportedError(
+        f"no sparse MLA attention backend runs KV cache dtype {kv_cache_dtype} on "
+        f"SM {sm if sm is not None else '?'} (vLLM: FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE and "
+        "FLASHINFER_MLA_SPARSE_SM90 need SM9x; the last two take fp8)",
+        hint="plan it on an SM90 or SM100 GPU, with auto, bfloat16, fp8 or fp8_e4m3")
 
 
 def preferred_block_size(backend_sizes: Sequence[KernelSizes], default: int) -> int:

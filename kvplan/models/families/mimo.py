@@ -25,10 +25,13 @@ def _swa_layer(text: Cfg, index: int, name: str) -> LayerDescription:
     window = text.get_int("sliding_window_size", -1, minimum=None)
     assert window is not None
     hd = text.req_int("swa_head_dim", "the sliding-window layers")
-    return attention(index, name,
-                     kv_heads=text.req_int("swa_num_key_value_heads", "the sliding-window layers"),
-                     head_size=hd, head_size_v=text.get_int("swa_v_head_dim", hd),
-                     window=window if window > -1 else None)
+    layer = attention(index, name,
+                      kv_heads=text.req_int("swa_num_key_value_heads", "the sliding-window layers"),
+                      head_size=hd, head_size_v=text.get_int("swa_v_head_dim", hd),
+                      window=window if window > -1 else None)
+    # vLLM: mimo_v2.py MiMoV2Attention — sinks on the SWA layers (and the MTP layer) when
+    # add_swa_attention_sink_bias; the full layers never get them
+    return layer.model_copy(update={"has_sinks": bool(text.get("add_swa_attention_sink_bias"))})
 
 
 def describe_mimo_v2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:

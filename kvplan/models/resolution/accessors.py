@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvplan.models.description import RopeScaling
 from kvplan.models.resolution.max_len import POSSIBLE_KEYS
 from kvplan.models.resolution.resolve import Resolved
 
@@ -153,6 +154,41 @@ def derive_max_model_len(r: Resolved) -> tuple[int | None, str | None]:
     if model_max:
         best, key = int(model_max), "model_max_length"
     return best, key
+
+
+def max_length_fields(r: Resolved) -> tuple[tuple[str, int], ...]:
+    """The length keys the resolved text config has, as `ModelDescription.max_length_fields`
+    (derive_max_model_len_and_key's candidates, + original_max_position_embeddings, LongRoPE's
+    default): the class defaults transformers fills in count, as they do for vLLM."""
+    out = []
+    for name in (*MAX_LEN_KEYS, "original_max_position_embeddings"):
+        value = get_attr(r.hf_text_config, name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.append((name, int(value)))
+    return tuple(out)
+
+
+def rope_parameter_sets(r: Resolved) -> tuple[RopeScaling, ...]:
+    """vLLM: patch_rope_parameters then iter_rope_parameters on hf_text_config — the
+    standardized `rope_parameters` (one set per layer type when nested); a config with only a
+    `rope_theta` / `rotary_emb_base` gets one default set; no RoPE at all: none."""
+    text = r.hf_text_config
+    params = get_attr(text, "rope_parameters")
+    if not isinstance(params, dict) or not params:
+        has_theta = any(get_attr(text, k) is not None for k in ("rope_theta", "rotary_emb_base"))
+        return (RopeScaling(),) if has_theta else ()
+    nested = all(isinstance(v, dict) or v is None for v in params.values())
+    out = []
+    for rp in (params.values() if nested else [params]):
+        if not rp:
+            continue
+        rope_type = str(rp.get("rope_type") or rp.get("type") or "default")
+        factor = rp.get("factor")
+        out.append(RopeScaling(
+            rope_type={"su": "longrope", "mrope": "default"}.get(rope_type, rope_type),
+            factor=factor if isinstance(factor, int | float) and not isinstance(factor, bool)
+            else None))
+    return tuple(out)
 
 
 def sliding_window(r: Resolved) -> int | None:

@@ -20,6 +20,9 @@ POSSIBLE_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_l
 UNSCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn",
                                  "deepseek_llama_scaling"})
 LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+DEFAULT_MAX_LEN = 2048  # vLLM: _get_and_verify_max_len's default_max_len
+NO_LENGTH_KEY_WARNING = ("The model's config.json does not contain any of the keys to determine "
+                         "the original maximum length of the model.")
 _WARNING = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
             "relative position encoding (RoPE), positions exceeding derived_max_model_len lead to "
             "nan. If the model uses absolute position encoding, positions exceeding "
@@ -31,34 +34,51 @@ def allow_long_from_env(value: str | None) -> bool:
     return (value or "0").strip().lower() in ("1", "true")
 
 
-def derived_max_model_len(model: ModelDescription) -> tuple[int | float | None, str | None]:
-    """(derived length, the key that set it) before vLLM's checks; (None, None) if no key."""
+def derived_max_model_len(model: ModelDescription) -> tuple[float | None, str | None]:
+    """(derived length, the key that set it) before vLLM's checks; (None, None) if no key.
+
+    Always a float: vLLM keeps `derive_max_model_len_and_key`'s result in
+    `ModelArchitectureConfig.derived_max_model_len_and_key: tuple[float, str | None]`, a pydantic
+    dataclass that turns an int length into a float (0.31-0.34), so its refusal prints 8192.0."""
     fields = dict(model.max_length_fields)
-    derived: int | float | None = None
+    derived: float | None = None
     key = None
     for k in POSSIBLE_KEYS:  # the smallest of the keys present
         v = fields.get(k)
         if v is not None and (derived is None or v < derived):
-            derived, key = v, k
+            derived, key = float(v), k
     if fields.get("model_max_length"):  # Command-R / Cohere: this key wins
-        derived, key = fields["model_max_length"], "model_max_length"
-    if derived is not None and model.rope_scaling and "gemma3" not in model.model_type:
-        scaling: int | float | None = 1.0
+        derived, key = float(fields["model_max_length"]), "model_max_length"
+    if derived is not None:
+        derived *= rope_scaling_factor(model)
+    return derived, key
+
+
+def rope_scaling_factor(model: ModelDescription) -> float:
+    """vLLM: _get_and_verify_max_len — the RoPE `factor` applied to the derived length (1.0 when
+    the config has no RoPE, for Gemma 3, or for RoPE types whose length is already scaled)."""
+    scaling: int | float | None = 1.0
+    if model.rope_scaling and "gemma3" not in model.model_type:
         for rp in model.rope_scaling:
             if rp.rope_type not in UNSCALED_ROPE_TYPES and rp.factor is not None:
                 scaling = rp.factor
-        derived *= scaling if scaling is not None else 1.0
-    return derived, key
+    return float(scaling) if scaling is not None else 1.0
 
 
 def verify_max_model_len(model: ModelDescription, requested: int | None, *,
                          allow_long: bool = False) -> tuple[int | None, str | None]:
     """(the max_model_len vLLM runs with, vLLM's warning or None). `requested`, or the derived
-    default when None (None if the config has no length key). Past the derived length vLLM raises
+    default when None (2048 × the RoPE factor, with vLLM's warning, if the config has no length
+    key; a requested length is then taken unchecked). Past the derived length vLLM raises
     at start-up (`StartupError`, exit 1) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: then it warns."""
     derived, key = derived_max_model_len(model)
     if derived is None:
-        return requested, None
+        if requested is not None:
+            return requested, None
+        # vLLM: no length key at all — it assumes 2048 (then applies the RoPE factor) and warns
+        default = int(DEFAULT_MAX_LEN * rope_scaling_factor(model))
+        return default, (f"vLLM warns: {NO_LENGTH_KEY_WARNING} Assuming the model's maximum "
+                         f"length is {DEFAULT_MAX_LEN}.")
     fields = dict(model.max_length_fields)
     if requested is None:
         if any(rp.rope_type == "longrope" for rp in model.rope_scaling):

@@ -82,7 +82,13 @@ def has_config_class(model_type: str) -> bool:
     return _VLLM_CONFIG_ALIASES.get(model_type, model_type) in CONFIG_MAPPING
 
 
-def resolve(config: Mapping[str, Any], source: str) -> Resolved:
+def has_remote_config(config: Mapping[str, Any]) -> bool:
+    """`auto_map` names the checkpoint's own configuration class (remote code)."""
+    auto_map = config.get("auto_map")
+    return isinstance(auto_map, Mapping) and "AutoConfig" in auto_map
+
+
+def resolve(config: Mapping[str, Any], source: str, *, raw_fields: bool = False) -> Resolved:
     """config.json → transformers' configuration class instance and its text config.
 
     vLLM: transformers_utils/config.get_config (AutoConfig path, trust_remote_code=False) and
@@ -97,13 +103,18 @@ def resolve(config: Mapping[str, Any], source: str) -> Resolved:
     with _quiet_transformers():
         from transformers import CONFIG_MAPPING
         class_type = _VLLM_CONFIG_ALIASES.get(model_type, model_type)
+        if class_type not in CONFIG_MAPPING and raw_fields and has_remote_config(config):
+            # --trust-remote-code: the checkpoint's class, which kvplan does not run, stores the
+            # config.json fields as attributes; transformers' base class does the same
+            from transformers import PretrainedConfig
+            return _raw(PretrainedConfig, config)
         if class_type not in CONFIG_MAPPING:
             import transformers
             raise UnsupportedError(
                 f"{source}: model_type {model_type!r} has no kvplan adapter and transformers "
                 f"{transformers.__version__} has no configuration class for it (vLLM reads such "
                 "a config with a config class of its own or the checkpoint's remote code, which "
-                "kvplan does not run)", hint=SPECS_HINT)
+                "kvplan does not run)", hint=SPECS_HINT, vllm_stage="config")
         cls = CONFIG_MAPPING[class_type]
         try:
             hf_config = cls.from_dict(copy.deepcopy(dict(config)))
@@ -125,6 +136,11 @@ def resolve(config: Mapping[str, Any], source: str) -> Resolved:
                                "num_attention_heads: vLLM does not serve it as a language model",
                                hint=SPECS_HINT)
     return Resolved(hf_config, text, _text_key(hf_config, text))
+
+
+def _raw(base: Any, config: Mapping[str, Any]) -> Resolved:
+    hf_config = base.from_dict(copy.deepcopy(dict(config)))
+    return Resolved(hf_config, hf_config, None)
 
 
 def _text_key(hf_config: Any, text: Any) -> str | None:

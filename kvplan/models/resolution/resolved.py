@@ -112,14 +112,14 @@ def filled_by_transformers(config: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def describe_resolved(top: Cfg, hf_quant_config: dict | None,
                       fast: Mapping[str, Callable[[Cfg, dict | None], ModelDescription]]
-                      | None = None) -> ModelDescription:
+                      | None = None, *, raw_fields: bool = False) -> ModelDescription:
     """Plan a config no fast adapter covers, through transformers.
 
     `fast` maps model types to fast adapters: a multimodal wrapper whose resolved text config is
     a family kvplan has a fast adapter for is planned by that adapter, fed the resolved text
     config (so fields transformers defaults, like LLaVA's num_hidden_layers, are filled).
     """
-    r = resolve(top.data, top.source)
+    r = resolve(top.data, top.source, raw_fields=raw_fields)
     archs = architectures(top)
     note = encoder_cache_note(archs)
     if fast is not None and r.text_key is not None and r.text_model_type in fast:
@@ -176,7 +176,17 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     per_layer_cfgs = acc.per_layer_text_configs(r)
     window = acc.sliding_window(r)
     model_window = acc.cache_sliding_window(r)
-    per_layer_window = coverage.uses_per_layer_window(arch)
+    from kvplan.models.resolution.layer_names import sliding_window_rule
+    per_layer_rule, window_offset = sliding_window_rule(archs)
+    per_layer_window = (per_layer_rule if per_layer_rule is not None
+                        else coverage.uses_per_layer_window(arch))
+    # vLLM's module path of each attention layer (tools/vllm_layer_names.py), e.g. Falcon's
+    # transformer.h.{}.self_attention.attn; the Llama-style path when not known
+    from kvplan.models.resolution.layer_names import attention_layer_pattern
+    pattern = attention_layer_pattern(archs)
+
+    def name_of(i: int) -> str:
+        return pattern.format(i) if pattern else vllm_layer_name(r.text_model_type, i)
     if types is not None and len(set(types[:n])) > 1 and not per_layer_window:
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
                  f"{arch} has no per-layer window: every layer is planned as full attention")
@@ -192,16 +202,17 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         # vLLM: Attention.__init__ — per_layer_sliding_window, else CacheConfig.sliding_window
         layer_window = model_window
         if types is not None and types[i] == "sliding_attention" and per_layer_window:
-            layer_window = window
-        layers.append(attention(i, vllm_layer_name(r.text_model_type, i), kv_heads=kv,
-                                head_size=hd, window=layer_window))
+            # vLLM's class may widen it (Cohere2: window + 1, commandr.py)
+            layer_window = window + window_offset if window is not None else None
+        layers.append(attention(i, name_of(i), kv_heads=kv, head_size=hd,
+                                window=layer_window))
     if use_mla:
         # vLLM: ModelConfig.use_mla (is_deepseek_mla) → MLAAttention on every decoder layer,
         # get_kv_cache_spec: MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank +
         # qk_rope_head_dim) — the model class's own layer list was not read
         rank = int(acc.get_attr(r.hf_text_config, "kv_lora_rank"))
         rope = int(acc.get_attr(r.hf_text_config, "qk_rope_head_dim", 0) or 0)
-        layers = [mla(i, vllm_layer_name(r.text_model_type, i), kv_lora_rank=rank,
+        layers = [mla(i, name_of(i), kv_lora_rank=rank,
                       qk_rope_head_dim=rope) for i in range(n)]
     max_len, _ = acc.derive_max_model_len(r)
     text = text_cfg(top)
@@ -231,6 +242,9 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         layers=tuple(layers),
         quantization=quantization_info(top, text, hf_quant_config),
         model_sliding_window=model_window,
+        # vLLM's max-length rule reads the resolved config (class defaults included)
+        max_length_fields=acc.max_length_fields(r),
+        rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
         warnings=tuple(top.warnings),

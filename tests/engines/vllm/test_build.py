@@ -81,6 +81,23 @@ def test_sm90_adds_flashinfer_gdn_checkpoints() -> None:
     assert mamba.num_prefill_checkpoint_blocks == 1
 
 
+def test_flashinfer_gdn_checkpoints_by_gpu_family_and_cuda_runtime() -> None:
+    # qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend: FlashInfer's GDN prefill (and so one
+    # prefill-checkpoint block per GDN layer) on SM 9.0, and on the SM10.x / SM12.x families with
+    # head_k_dim 128 and a CUDA 13 runtime; SM11.x gets CuteDSL only when asked (Triton here).
+    # The stock 0.34 wheels are CUDA 13 builds (the 0.34 e2e golden Qwen3.5-27B@b200: 3 blocks
+    # per GDN group and request, 49 with the full-attention group's 40)
+    def ckpt(sm: int, **changes: object) -> int:
+        dep = Deployment(vllm_version="0.34.0", max_model_len=32768, max_num_batched_tokens=8192,
+                         sm=sm, available_kv_bytes=40 * 2**30, **changes)  # type: ignore[arg-type]
+        built = build(qwen35_27b(), dep)
+        return next(p.spec for p in built.layers if p.kind == "gdn").num_prefill_checkpoint_blocks
+
+    assert Deployment().cuda_runtime_major == 13
+    assert [ckpt(sm) for sm in (90, 100, 103, 110, 120, 89)] == [1, 1, 1, 0, 1, 0]
+    assert ckpt(100, cuda_runtime_major=12) == 0 and ckpt(90, cuda_runtime_major=12) == 1
+
+
 def test_defaults_and_partitions() -> None:
     assert get_batch_defaults(85_045_477_376, "NVIDIA H100 SXM 80GB", sm=90)[0] == 8192
     assert get_batch_defaults(85_899_345_920, "NVIDIA A100 SXM 80GB", sm=80)[0] == 2048

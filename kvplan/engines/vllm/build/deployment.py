@@ -25,6 +25,7 @@ class Deployment:
     max_model_len: int | None = None  # None: from the config
     auto_fit_max_model_len: bool = False
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (read by the CLI)
+    allow_deprecated_quantization: bool = False  # --allow-deprecated-quantization
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
     max_num_seqs: int | None = None
     tensor_parallel_size: int = 1
@@ -52,7 +53,9 @@ class Deployment:
     sm: int | None = None  # compute capability ×10 (90 = Hopper); None: unknown NVIDIA
     gpu_name: str = ""
     gpu_total_memory_bytes: int | None = None
-    cuda_runtime_major: int = 12
+    # torch.version.cuda of the serving install (vLLM: CudaPlatform.get_cuda_runtime_major): the
+    # stock 0.31-0.34 wheels are CUDA 13 builds (they require the cu13 kernel packages)
+    cuda_runtime_major: int = 13
     available_kv_bytes: int = 0  # per GPU
 
     def __post_init__(self) -> None:

@@ -1,8 +1,9 @@
 """What a vLLM release refuses before it builds anything: architectures its model registry does
-not have yet, and GLM-5.3-Flash under 0.31."""
+not have yet, GLM-5.3-Flash under 0.31, deprecated quantization methods without the flag."""
 
 from __future__ import annotations
 
+from kvplan.engines.vllm.build.deployment import Deployment
 from kvplan.engines.vllm.profiles import VllmProfile
 from kvplan.errors import UnsupportedError
 from kvplan.models.description import LayerKind, ModelDescription
@@ -39,3 +40,14 @@ def check_release_serves(model: ModelDescription, profile: VllmProfile) -> None:
         raise UnsupportedError("GLM-5.3-Flash (Glm5Next) under vLLM 0.31 (KpoolTailSpec tails, "
                                "storage_block_size) is not modelled by kvplan",
                                hint="plan it with --vllm 0.32.0 or later")
+
+
+def deprecated_quantization(model: ModelDescription, dep: Deployment,
+                            profile: VllmProfile) -> list[str]:
+    """vLLM: ModelConfig._verify_quantization, right after the max-length check — a deprecated
+    quantization method refuses to start without --allow-deprecated-quantization."""
+    from kvplan.models.resolution.remote_code import check_deprecated_quantization
+    note = check_deprecated_quantization(model.quantization.method,
+                                         allow=dep.allow_deprecated_quantization,
+                                         version=profile.version)
+    return [note] if note else []

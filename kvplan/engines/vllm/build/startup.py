@@ -19,6 +19,8 @@ from kvplan.engines.vllm.blocksize import (
 from kvplan.engines.vllm.build.backend_choice import (
     attention_backend,
     check_attention_constraint,
+    flashinfer_sm90_note,
+    sparse_latent,
     supported_layouts,
 )
 from kvplan.engines.vllm.build.batch import encoder_decoder_batched_tokens, get_batch_defaults
@@ -35,7 +37,7 @@ from kvplan.engines.vllm.build.layer_specs import (
     kpool_tail_ring,
     sw_per_token,
 )
-from kvplan.engines.vllm.build.releases import check_release_serves
+from kvplan.engines.vllm.build.releases import check_release_serves, deprecated_quantization
 from kvplan.engines.vllm.build.state import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
     FLASHKDA_CHECKPOINT_ALIGNMENT,
@@ -71,6 +73,10 @@ from kvplan.units import (
     kv_quant_mode,
 )
 
+# drafters that read the target's hidden states (vLLM: SpeculativeConfig.use_eagle /
+# uses_target_hidden_states)
+HIDDEN_STATE_DRAFTS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
+
 
 def pp_partition(num_layers: int, pp: int, partition: str | None) -> list[tuple[int, int]]:
     """[start, end) decoder layers of every stage (vLLM: distributed.utils.get_pp_indices)."""
@@ -91,7 +97,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     kv_dtype = resolve_kv_cache_dtype(dep.kv_cache_dtype, target, dep.sm, profile)
     if target.sparse_mla:
         kv_dtype = sparse_mla_kv_cache_dtype(kv_dtype, select_sparse_mla_backend(
-            kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend))
+            kv_cache_dtype=kv_dtype, sm=dep.sm, override=dep.attention_backend,
+            **sparse_latent(target)))
     if target.mla_kv_layout == FP8_DS_MLA:
         kv_dtype = dsv4_kv_cache_dtype(kv_dtype, dep)
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
@@ -115,6 +122,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     max_model_len, long_warning = verify_max_model_len(
         target, dep.max_model_len, allow_long=dep.allow_long_max_model_len)
     warnings += [long_warning] if long_warning else []
+    warnings += deprecated_quantization(target, dep, profile)
     if not max_model_len:
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")
@@ -170,7 +178,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if draft_kv is not None and draft_sparse:
         draft_kv = sparse_mla_kv_cache_dtype(draft_kv, select_sparse_mla_backend(
             kv_cache_dtype=draft_kv, sm=dep.sm,
-            override=dep.draft_attention_backend or dep.attention_backend))
+            override=dep.draft_attention_backend or dep.attention_backend,
+            **sparse_latent(draft or target)))
     draft_tp = dep.draft_tensor_parallel_size or tp
     draft_causal = method not in ("dflash", "dspark")  # vLLM: use_non_causal for both drafters
     diff_kv = target.diff_kv_attention  # the MTP layers too (mimo_v2_mtp.py: MiMoV2Attention)
@@ -188,6 +197,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                                   sparse=target.sparse_mla, diff_kv=diff_kv)
 
     target_backends = [backend_for(layer, False) for layer in target.layers]
+    warnings += flashinfer_sm90_note(target_backends, kv_dtype)
     if target.attention_constraint is not None:
         check_attention_constraint(target.attention_constraint, target_backends, model_dtype,
                                    kv_dtype)
@@ -322,12 +332,16 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         warnings.append("the model has no KV cache at all (attention-free)")
     workers = tuple({p.name: p.spec for p in plans if p.pp_stage == s} for s in range(pp))
     disable_hybrid = dep.disable_hybrid_kv_cache_manager
-    if any(layer.kind is LayerKind.CHUNKED_LOCAL for layer in target.layers) and not disable_hybrid:
-        # vLLM: VllmConfig turns the hybrid manager off for chunked local attention
-        # unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
+    if (any(layer.kind is LayerKind.CHUNKED_LOCAL for layer in target.layers)
+            and not disable_hybrid and method in HIDDEN_STATE_DRAFTS):
+        # vLLM: VllmConfig.__post_init__ — chunked local attention keeps the hybrid manager
+        # (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 in 0.31-0.34) except
+        # with a drafter that reads the target's hidden states (use_eagle /
+        # uses_target_hidden_states: EAGLE, EAGLE3, MTP, DFlash, DSpark)
         disable_hybrid = True
-        warnings.append("chunked local attention: vLLM disables the hybrid KV cache manager "
-                        "(set VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 to keep it)")
+        warnings.append(f"chunked local attention with a {method} drafter: vLLM disables the "
+                        "hybrid KV cache manager (one group; chunked layers sized as full "
+                        "attention)")
     n_mtp = target.num_nextn_predict_layers if method == "mtp" else 1
     inp = PlannerInput(
         worker_specs=workers, available_kv_bytes=(dep.available_kv_bytes,) * pp,

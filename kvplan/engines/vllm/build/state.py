@@ -116,7 +116,8 @@ def state_page_bytes(shapes: tuple[tuple[int, ...], ...], dtypes: tuple[str, ...
 
 
 def gdn_exports_checkpoints(target: ModelDescription, ctx: BuildContext) -> bool:
-    """vLLM: Qwen GDN _resolve_gdn_prefill_backend == 'flashinfer' (align mode only)."""
+    """vLLM: qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend == 'flashinfer' (align mode
+    only)."""
     if ctx.mamba_cache_mode != "align" or not ctx.profile.hybrid_align_checkpoint:
         return False
     if not target.gdn_prefill_checkpoints:
@@ -128,4 +129,6 @@ def gdn_exports_checkpoints(target: ModelDescription, ctx: BuildContext) -> bool
     if sm == 90:
         return True
     head_k = {layer.gdn.head_k_dim for layer in target.layers if layer.gdn}
-    return sm is not None and sm >= 100 and head_k == {128} and ctx.dep.cuda_runtime_major >= 13
+    # SM10.x and SM12.x with head_k_dim 128 and a CUDA 13 runtime (SM11.x: CuteDSL only, opt-in)
+    return (sm is not None and sm // 10 in (10, 12) and head_k == {128}
+            and ctx.dep.cuda_runtime_major >= 13)
