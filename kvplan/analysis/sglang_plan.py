@@ -104,7 +104,9 @@ def build_sglang_plan(result: SglangResult, *, model: str, draft: str | None = N
     all_warnings = [*warnings, *result.warnings, *([below] if below else []),
                     *(log_check.disagreements if log_check is not None else [])]
     estimated_len = []
-    if result.fits and tokens and concurrency:
+    capped = (serving is not None and serving.request_cap is not None
+              and serving.request_cap < concurrency)  # no length holds that many at once
+    if result.fits and tokens and concurrency and not capped:
         page = result.page_size or 1
         estimated_len = [min(tokens // concurrency // page * page, context)]
     return Plan(

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvplan.analysis.plan import Plan
+from kvplan.units import format_gib
 
 
 def _n(v: float | int | None, fmt: str = ",") -> str:
@@ -75,6 +76,34 @@ def verdict_line(plan: Plan) -> tuple[Text, str]:
                 f"{s.error.message}")
     return (Text("DOES NOT FIT", style="bold red"),
             f"SGLang starts, but {sv.reason}" if sv is not None and sv.reason else "")
+
+
+def batch_cells(plan: Plan) -> tuple[str, str, str, str]:
+    """`kvplan ci`'s figures for an SGLang plan: the token-pool GiB the requests need and the
+    pool's GiB (cell size × tokens), the largest context length that holds the requests, and the
+    requests of the context length the tokens hold (within max_running_requests)."""
+    sv = plan.serving
+    if sv is None or plan.sglang is None or plan.sglang.error is not None:
+        return "-", "-", "-", "-"
+    needed = format_gib(sv.kv_bytes_needed) if sv.kv_bytes_needed is not None else "-"
+    pool = format_gib(sv.kv_pool_bytes) if sv.kv_pool_bytes is not None else "-"
+    largest = (f"{min(plan.estimated_max_model_len):,}" if plan.estimated_max_model_len
+               else "-")
+    conc = "-" if sv.concurrency_at_length is None else (
+        f"{sv.concurrency_at_length:.2f}x" + (" (cap)" if sv.capped_by_requests else ""))
+    return needed, pool, largest, conc
+
+
+def failure_line(plan: Plan) -> str | None:
+    """Why an SGLang plan does not fit, in one line (a start-up error word for word, or what
+    the pool cannot hold)."""
+    if plan.fits:
+        return None
+    s = plan.sglang
+    if s is not None and s.error is not None:
+        return f"SGLang {plan.sglang_version} stops at start-up: {s.error.type}: {s.error.message}"
+    sv = plan.serving
+    return f"SGLang starts, but {sv.reason}" if sv is not None and sv.reason else None
 
 
 def render_sglang_table(plan: Plan, console: Console) -> None:
