@@ -401,6 +401,8 @@ def compare(model: str, *, draft: str | None = None,
         or vplan.max_model_len
     sopts["context_length"] = context
     sopts["concurrency"] = concurrency
+    if o.get("explain"):  # SGLang's what-ifs too, in SGLang's flags
+        sopts["explain"] = True
     sopts.pop("speculative_draft_model_path", None)
     splan = check(model, draft=sdraft, engine="sglang", **sopts)
     seqs = vopts.get("max_num_seqs")
