@@ -762,6 +762,7 @@ def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
     return search_sglang(req, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                          kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                         kv_dtypes_given=o.get("kv_cache_dtype") is not None,
                          max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                          vendors=parse_vendors(o.get("vendor")), progress=progress)
 

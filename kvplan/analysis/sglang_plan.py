@@ -31,8 +31,8 @@ def _cause(result: SglangResult) -> FailureCause | None:
 def capacity_log_line(result: SglangResult) -> str | None:
     """The scheduler's start-up line (managers/scheduler.py), without its live free memory."""
     r = result.resolved
-    if r is None or result.max_total_num_tokens is None:
-        return None
+    if r is None or result.max_total_num_tokens is None or result.error is not None:
+        return None  # (an error after the pools are sized stops the server before this line)
     return (f"max_total_num_tokens={result.max_total_num_tokens}, "
             f"chunked_prefill_size={r.chunked_prefill_size}, "
             f"max_running_requests={result.max_running_requests}, "

@@ -70,6 +70,11 @@ def verdict_line(plan: Plan) -> tuple[Text, str]:
                 f"{sv.kv_tokens:,} KV tokens hold {sv.requests_at_length:,} × "
                 f"{sv.context_length:,}-token requests at once (asked: {sv.concurrency:,}); "
                 f"max_running_requests {sv.request_cap if sv.request_cap is not None else '-'}")
+    if s is not None and s.error is not None and s.error.stage == "attention_kernel":
+        return (Text("DOES NOT FIT", style="bold red"),
+                f"SGLang {plan.sglang_version} sizes the pools, then stops when its Triton "
+                f"attention kernels compile (CUDA-graph capture) — {s.error.type}: "
+                f"{s.error.message}")
     if s is not None and s.error is not None:
         return (Text("DOES NOT FIT", style="bold red"),
                 f"SGLang {plan.sglang_version} refuses to start — {s.error.type}: "

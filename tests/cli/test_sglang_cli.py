@@ -246,3 +246,21 @@ def test_side_by_side_explain_gives_each_engines_what_ifs_in_its_own_flags() -> 
     code, md, _ = run(*args, "--explain", "--format", "markdown")
     assert "What if: SGLang 0.5.23" in md and "| `--kv-cache-dtype fp8_e4m3` |" in md
     assert "What if: vLLM 0.34.0" in md and "| `--kv-cache-dtype fp8` |" in md
+
+
+def test_fp8_e4m3_on_an_a100_through_triton_stops_after_the_pools() -> None:
+    code, out, _ = run("check", GPT_OSS, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e4m3")
+    text = " ".join(out.split())
+    assert code == 1
+    assert ("SGLang 0.5.23 sizes the pools, then stops when its Triton attention kernels "
+            "compile (CUDA-graph capture) — ValueError: type fp8e4nv not supported in this "
+            "architecture.") in text
+    assert "SGLang would log: max_total_num_tokens" not in text  # it never gets that far
+    code, out, _ = run("check", GPT_OSS, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e5m2", "--json")
+    assert code == 0 and json.loads(out)["sglang"]["resolved"]["attention_backend"] == "triton"
+    code, out, _ = run("check", LLAMA, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e4m3", "--json")
+    got = json.loads(out)
+    assert code == 0 and got["sglang"]["resolved"]["attention_backend"] == "flashinfer"
