@@ -118,7 +118,7 @@ def render_sglang_table(plan: Plan, console: Console) -> None:
     avail = f"{_n(s.available_bytes)} B" if s is not None and s.available_bytes is not None \
         else "-"
     console.print(f"budget ({escape(plan.budget_mode)}): {avail} for the KV pools per GPU  ·  "
-                  f"context_length {plan.max_model_len:,}  ·  concurrency "
+                  f"context_length {_n(plan.max_model_len or None)}  ·  concurrency "
                   f"{plan.serving.concurrency if plan.serving else 1}")
     if plan.provenance:
         console.print("inputs: " + escape("; ".join(
@@ -233,7 +233,8 @@ def render_sglang_markdown(plan: Plan) -> str:
     s = plan.sglang
     lines = [f"### kvplan: `{plan.model}`" + (f" + draft `{plan.draft}`" if plan.draft else ""),
              "", f"SGLang {plan.sglang_version}" + (f" · GPU {plan.gpu}" if plan.gpu else "")
-             + f" · context_length {plan.max_model_len:,} · budget {plan.budget_mode}", ""]
+             + f" · context_length {_n(plan.max_model_len or None)} · budget "
+             f"{plan.budget_mode}", ""]
     args = server_args_line(plan)
     if args:
         lines += [f"Server args: {args}.", ""]

@@ -264,3 +264,11 @@ def test_fp8_e4m3_on_an_a100_through_triton_stops_after_the_pools() -> None:
                        "--kv-cache-dtype", "fp8_e4m3", "--json")
     got = json.loads(out)
     assert code == 0 and got["sglang"]["resolved"]["attention_backend"] == "flashinfer"
+
+
+def test_a_refusal_before_the_context_is_known_prints_no_context_length_zero() -> None:
+    code, out, _ = run("check", LLAMA, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8")
+    text = " ".join(out.split())
+    assert code == 1 and "ValueError: Unsupported kv_cache_dtype: fp8." in text
+    assert "context_length 0" not in text and "context_length -" in text
