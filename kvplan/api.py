@@ -404,6 +404,8 @@ def compare(model: str, *, draft: str | None = None,
         or vplan.max_model_len
     sopts["context_length"] = context
     sopts["concurrency"] = concurrency
+    if o.get("explain"):  # SGLang's what-ifs too, in SGLang's flags
+        sopts["explain"] = True
     sopts.pop("speculative_draft_model_path", None)
     splan = check(model, draft=sdraft, engine="sglang", **sopts)
     seqs = vopts.get("max_num_seqs")
@@ -771,6 +773,7 @@ def _fit_sglang(model: str, *, max_model_len: int | str, concurrency: int, draft
         raise InputError("--gpu needs at least one name", hint="e.g. --gpu H100,H200,B200")
     return search_sglang(req, max_model_len=mml, concurrency=concurrency, gpus=gpus,
                          kv_dtypes=_names(o.get("kv_cache_dtype", "auto,fp8,nvfp4")),
+                         kv_dtypes_given=o.get("kv_cache_dtype") is not None,
                          max_gpus=o.get("max_gpus", 8), prices=price_map, top=o.get("top", 5),
                          vendors=parse_vendors(o.get("vendor")), progress=progress)
 

@@ -25,6 +25,20 @@ class ServingCheck(BaseModel):
         default=None, description="max_running_requests (SGLang) / max_num_seqs (vLLM)")
     holds: bool
     reason: str | None = Field(default=None, description="why it does not hold")
+    concurrency_at_length: float | None = Field(
+        default=None, description="requests of context_length the KV tokens hold at once "
+                                  "(SGLang: max_total_num_tokens / tokens_per_request), within "
+                                  "the request cap; None for vLLM (see the plan's max_concurrency)")
+    capped_by_requests: bool = Field(
+        default=False, description="the request cap, not the tokens, limits concurrency_at_length")
+    kv_bytes_needed: int | None = Field(
+        default=None, description="token-pool bytes per GPU the `concurrency` requests of "
+                                  "context_length need: concurrency × tokens_per_request × "
+                                  "SGLang's cell size (bytes per token, every pool's share); "
+                                  "None for vLLM")
+    kv_pool_bytes: int | None = Field(
+        default=None, description="the token pool per GPU: max_total_num_tokens × the cell size "
+                                  "(SGLang; a Mamba hybrid's state pool is apart); None for vLLM")
 
 
 def _plural(n: int, word: str) -> str:
@@ -47,6 +61,9 @@ def sglang_serving(result: SglangResult, *, context_length: int, concurrency: in
                             reason=f"SGLang refuses to start: {why}")
     by_tokens = tokens // per_request
     n = min(by_tokens, cap) if cap is not None else by_tokens
+    at_length = tokens / per_request
+    capped = cap is not None and cap < at_length
+    cell = result.cell_size_bytes_per_token
     reason = None
     if n < concurrency:
         if by_tokens < concurrency:
@@ -58,7 +75,13 @@ def sglang_serving(result: SglangResult, *, context_length: int, concurrency: in
                       f"{concurrency:,} requests asked for")
     return ServingCheck(context_length=context_length, concurrency=concurrency, kv_tokens=tokens,
                         tokens_per_request=per_request, requests_at_length=n, request_cap=cap,
-                        holds=n >= concurrency, reason=reason)
+                        holds=n >= concurrency, reason=reason,
+                        concurrency_at_length=round(float(cap) if capped and cap is not None
+                                                    else at_length, 4),
+                        capped_by_requests=capped,
+                        kv_bytes_needed=(int(concurrency * per_request * cell)
+                                         if cell is not None else None),
+                        kv_pool_bytes=int(tokens * cell) if cell is not None else None)
 
 
 def vllm_serving(*, fits: bool, max_concurrency: float | None, kv_tokens: int | None,

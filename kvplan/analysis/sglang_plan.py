@@ -31,8 +31,8 @@ def _cause(result: SglangResult) -> FailureCause | None:
 def capacity_log_line(result: SglangResult) -> str | None:
     """The scheduler's start-up line (managers/scheduler.py), without its live free memory."""
     r = result.resolved
-    if r is None or result.max_total_num_tokens is None:
-        return None
+    if r is None or result.max_total_num_tokens is None or result.error is not None:
+        return None  # (an error after the pools are sized stops the server before this line)
     return (f"max_total_num_tokens={result.max_total_num_tokens}, "
             f"chunked_prefill_size={r.chunked_prefill_size}, "
             f"max_running_requests={result.max_running_requests}, "
@@ -104,7 +104,9 @@ def build_sglang_plan(result: SglangResult, *, model: str, draft: str | None = N
     all_warnings = [*warnings, *result.warnings, *([below] if below else []),
                     *(log_check.disagreements if log_check is not None else [])]
     estimated_len = []
-    if result.fits and tokens and concurrency:
+    capped = (serving is not None and serving.request_cap is not None
+              and serving.request_cap < concurrency)  # no length holds that many at once
+    if result.fits and tokens and concurrency and not capped:
         page = result.page_size or 1
         estimated_len = [min(tokens // concurrency // page * page, context)]
     return Plan(

@@ -37,6 +37,8 @@ def run_side_by_side(values: dict[str, Any], sg: dict[str, Any], given: set[str]
         raise InputError("nothing to plan", hint="give a MODEL: kvplan check MODEL --gpu H100 "
                          "--engine vllm,sglang")
     opts: dict[str, Any] = {k: values[k] for k in _VLLM_KEYS if k in given}
+    if values.get("explain"):  # each engine's what-ifs, in its own flags
+        opts["explain"] = True
     if values.get("gpu") is not None:
         opts["gpu"] = values["gpu"]
     sopts = sglang_options_dict(sg)

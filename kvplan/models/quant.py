@@ -159,12 +159,20 @@ def _declared_kv_quant_algo(qc: Mapping[str, Any]) -> str | None:
     `kv_cache_scheme` (SGLang: ModelOptFp8Config.from_config, CompressedTensorsConfig)."""
     nested = qc.get("quantization")
     inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else qc
+    compressed = str(qc.get("quant_method", "")).lower() == "compressed-tensors"
     for section in (inner, qc):
         scheme = section.get("kv_cache_scheme")
         if isinstance(scheme, Mapping):
-            if scheme.get("type") == "float" and scheme.get("num_bits") == 8:
-                return "FP8"
-            return None
+            if scheme.get("type") != "float" or scheme.get("num_bits") != 8:
+                return None
+            # SGLang: CompressedTensorsConfig.kv_cache_quant_algo declares FP8 only for what
+            # CompressedTensorsKVCacheMethod.is_supported_scheme loads — static symmetric
+            # per-tensor scales; ModelOpt's from_config takes any 8-bit float scheme
+            if compressed and not (scheme.get("strategy") == "tensor"
+                                   and scheme.get("symmetric", True)
+                                   and not scheme.get("dynamic", False)):
+                return None
+            return "FP8"
         algo = section.get("kv_cache_quant_algo")
         if isinstance(algo, str) and algo.strip():
             return algo.strip().upper()

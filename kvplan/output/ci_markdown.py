@@ -34,6 +34,12 @@ def render_batch_markdown(batch: Any) -> str:
         if p is None or p.refused_at_startup:
             lines.append(f"| {_cell(e.name)} | {_verdict(e)} | - | - | - | - |")
             continue
+        if p.engine == "sglang":  # SGLang's own figures: its token pool, its request cap
+            from kvplan.output.sglang_report import batch_cells
+
+            lines.append(f"| {_cell(e.name)} | {_verdict(e)} | "
+                         + " | ".join(_cell(c) for c in batch_cells(p)) + " |")
+            continue
         largest = f"{min(p.estimated_max_model_len):,}" if p.estimated_max_model_len else "-"
         conc = f"{p.max_concurrency:.2f}x" if p.max_concurrency is not None else "-"
         lines.append(f"| {_cell(e.name)} | {_verdict(e)} | {' / '.join(p.total_gib_needed) or '-'}"
@@ -45,6 +51,10 @@ def render_batch_markdown(batch: Any) -> str:
             why = f"{e.error}" + (f" — {e.hint}" if e.hint else "")
         elif p.fits:
             continue
+        elif p.engine == "sglang":
+            from kvplan.output.sglang_report import failure_line
+
+            why = failure_line(p) or "does not fit"
         elif p.refused_at_startup:
             why = (f"vLLM {p.vllm_version} refuses it at start-up ({p.failure_cause}), before it "
                    f"sizes the KV cache: `{p.error_type}: {p.error_message}`"

@@ -10,6 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kvplan.analysis.engine_comparison import EngineComparison, EngineRow
+from kvplan.analysis.plan import Plan
+from kvplan.output.tables import Column, print_table
 
 _NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
@@ -45,6 +47,37 @@ def _rows(c: EngineComparison) -> list[tuple[str, list[str | Text]]]:
     return out
 
 
+def _what_if_title(plan: Plan) -> str:
+    """Whose what-ifs, in whose flags, and what each one's verdict asks."""
+    if plan.engine == "sglang":
+        return (f"What if: SGLang {plan.sglang_version} (SGLang's flags; each re-planned: holds "
+                f"{plan.serving.concurrency if plan.serving else 1} × "
+                f"{plan.max_model_len:,} at once)")
+    return (f"What if: vLLM {plan.vllm_version} (vLLM's flags; each re-planned: vLLM's own "
+            f"start-up check, one request of max_model_len)")
+
+
+def _verdict_word(fits: bool | None) -> str:
+    return "invalid" if fits is None else "FITS" if fits else "DOES NOT FIT"
+
+
+def _render_what_ifs(c: EngineComparison, console: Console) -> None:
+    """Each engine's what-ifs (`--explain`), in its own flags, one table each."""
+    columns = [Column("change", wrap=True, key=True, bare=True), Column("needed GiB", "right"),
+               Column("avail GiB", "right", drop=2), Column("verdict"),
+               Column("note", wrap=True, drop=1)]
+    for plan in c.plans:
+        ex = plan.explanation
+        if ex is None or not ex.what_ifs:
+            continue
+        rows: list[list[str | Text]] = []
+        for w in ex.what_ifs:
+            style = "green" if w.fits else ("yellow" if w.fits is None else "red")
+            rows.append([w.change, w.needed_gib or "-", w.available_gib or "-",
+                         Text(_verdict_word(w.fits), style=style), w.note or ""])
+        print_table(console, columns, rows, title=_what_if_title(plan), what="what-if")
+
+
 def render_comparison(c: EngineComparison, console: Console) -> None:
     head = Text()
     head.append("kvplan", style="bold")
@@ -69,6 +102,7 @@ def render_comparison(c: EngineComparison, console: Console) -> None:
         console.print("[bold]Why they differ[/]")
         for d in c.differences:
             console.print(f"  - {escape(d)}", soft_wrap=True)
+    _render_what_ifs(c, console)
     for r in c.rows:
         if r.command:
             console.print(f"[dim]{_NAMES.get(r.engine, r.engine)}:[/] {escape(r.command)}",
@@ -86,5 +120,15 @@ def render_comparison_markdown(c: EngineComparison) -> str:
                                                    for x in cells) + " |")
     if c.differences:
         lines += ["", "Why they differ:", ""] + [f"- {d}" for d in c.differences]
+    for plan in c.plans:
+        ex = plan.explanation
+        if ex is None or not ex.what_ifs:
+            continue
+        lines += ["", f"{_what_if_title(plan)}:", "",
+                  "| what if | needed GiB | avail GiB | verdict | note |",
+                  "|---|---:|---:|---|---|"]
+        lines += [f"| `{w.change}` | {w.needed_gib or '-'} | {w.available_gib or '-'} | "
+                  f"{_verdict_word(w.fits)} | {' '.join((w.note or '').split())} |"
+                  for w in ex.what_ifs]
     lines += [""] + [f"`{r.command}`  " for r in c.rows if r.command]
     return "\n".join(lines) + "\n"

@@ -74,9 +74,12 @@ def render_fit(fit, console: Console) -> None:  # type: ignore[no-untyped-def]
                       + " × DP; KV tokens per replica; headroom = conc. over the target"
                       + ("; KV a=b: both planned identically (one row)" if any(
                           c.merged_kv_cache_dtypes for c in fit.candidates) else "")
-                      + ("; (deq.) the GPU has no hardware for this KV dtype: vLLM serves it "
-                         "dequantised, memory as planned, attention no faster than bfloat16"
-                         if any(c.kv_cache_dequantised for c in fit.candidates) else "")
+                      + ("; (deq.) the GPU has no hardware for this KV dtype: "
+                         + " and ".join(dict.fromkeys(_ENGINE[c.engine] for c in fit.candidates
+                                                      if c.kv_cache_dequantised))
+                         + " serves it dequantised, memory as planned, attention no faster "
+                         "than bfloat16" if any(c.kv_cache_dequantised for c in fit.candidates)
+                         else "")
                       + ("; * nominal GPU memory (the vendor's capacity less a typical "
                          "reserve, not measured): ranked on that estimate; its check line takes "
                          "--gpu-memory with the real total" if any(

@@ -397,6 +397,11 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
             continue
         p = e.plan
         verdict = Text(p.verdict.value, style="green" if p.fits else "red")
+        if p.engine == "sglang":  # SGLang's own figures: its token pool, its request cap
+            from kvplan.output.sglang_report import batch_cells
+
+            rows.append([e.name, verdict, *batch_cells(p)])
+            continue
         conc = f"{p.max_concurrency:.2f}x" if p.max_concurrency is not None else "-"
         rows.append([e.name, verdict, " / ".join(p.total_gib_needed) or "-",
                      " / ".join(p.check_gib) or "-",
@@ -407,6 +412,12 @@ def render_batch(batch, console: Console) -> None:  # type: ignore[no-untyped-de
         if e.error:  # one line each, as the terminal wraps it (URLs and flags stay whole)
             console.print(f"[yellow]{escape(e.name)}:[/] {escape(e.error)}"
                           + (f" — {escape(e.hint)}" if e.hint else ""), soft_wrap=True)
+        elif e.plan is not None and e.plan.engine == "sglang":
+            from kvplan.output.sglang_report import failure_line
+
+            why = failure_line(e.plan)
+            if why:
+                console.print(f"[red]{escape(e.name)}:[/] {escape(why)}", soft_wrap=True)
         elif e.plan is not None and e.plan.refused_at_startup:
             console.print(f"[red]{escape(e.name)}:[/] {escape(refusal_line(e.plan))}",
                           soft_wrap=True)

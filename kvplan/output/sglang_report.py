@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kvplan.analysis.plan import Plan
+from kvplan.units import format_gib
 
 
 def _n(v: float | int | None, fmt: str = ",") -> str:
@@ -69,12 +70,45 @@ def verdict_line(plan: Plan) -> tuple[Text, str]:
                 f"{sv.kv_tokens:,} KV tokens hold {sv.requests_at_length:,} × "
                 f"{sv.context_length:,}-token requests at once (asked: {sv.concurrency:,}); "
                 f"max_running_requests {sv.request_cap if sv.request_cap is not None else '-'}")
+    if s is not None and s.error is not None and s.error.stage == "attention_kernel":
+        return (Text("DOES NOT FIT", style="bold red"),
+                f"SGLang {plan.sglang_version} sizes the pools, then stops when its Triton "
+                f"attention kernels compile (CUDA-graph capture) — {s.error.type}: "
+                f"{s.error.message}")
     if s is not None and s.error is not None:
         return (Text("DOES NOT FIT", style="bold red"),
                 f"SGLang {plan.sglang_version} refuses to start — {s.error.type}: "
                 f"{s.error.message}")
     return (Text("DOES NOT FIT", style="bold red"),
             f"SGLang starts, but {sv.reason}" if sv is not None and sv.reason else "")
+
+
+def batch_cells(plan: Plan) -> tuple[str, str, str, str]:
+    """`kvplan ci`'s figures for an SGLang plan: the token-pool GiB the requests need and the
+    pool's GiB (cell size × tokens), the largest context length that holds the requests, and the
+    requests of the context length the tokens hold (within max_running_requests)."""
+    sv = plan.serving
+    if sv is None or plan.sglang is None or plan.sglang.error is not None:
+        return "-", "-", "-", "-"
+    needed = format_gib(sv.kv_bytes_needed) if sv.kv_bytes_needed is not None else "-"
+    pool = format_gib(sv.kv_pool_bytes) if sv.kv_pool_bytes is not None else "-"
+    largest = (f"{min(plan.estimated_max_model_len):,}" if plan.estimated_max_model_len
+               else "-")
+    conc = "-" if sv.concurrency_at_length is None else (
+        f"{sv.concurrency_at_length:.2f}x" + (" (cap)" if sv.capped_by_requests else ""))
+    return needed, pool, largest, conc
+
+
+def failure_line(plan: Plan) -> str | None:
+    """Why an SGLang plan does not fit, in one line (a start-up error word for word, or what
+    the pool cannot hold)."""
+    if plan.fits:
+        return None
+    s = plan.sglang
+    if s is not None and s.error is not None:
+        return f"SGLang {plan.sglang_version} stops at start-up: {s.error.type}: {s.error.message}"
+    sv = plan.serving
+    return f"SGLang starts, but {sv.reason}" if sv is not None and sv.reason else None
 
 
 def render_sglang_table(plan: Plan, console: Console) -> None:
@@ -84,7 +118,7 @@ def render_sglang_table(plan: Plan, console: Console) -> None:
     avail = f"{_n(s.available_bytes)} B" if s is not None and s.available_bytes is not None \
         else "-"
     console.print(f"budget ({escape(plan.budget_mode)}): {avail} for the KV pools per GPU  ·  "
-                  f"context_length {plan.max_model_len:,}  ·  concurrency "
+                  f"context_length {_n(plan.max_model_len or None)}  ·  concurrency "
                   f"{plan.serving.concurrency if plan.serving else 1}")
     if plan.provenance:
         console.print("inputs: " + escape("; ".join(
@@ -199,7 +233,8 @@ def render_sglang_markdown(plan: Plan) -> str:
     s = plan.sglang
     lines = [f"### kvplan: `{plan.model}`" + (f" + draft `{plan.draft}`" if plan.draft else ""),
              "", f"SGLang {plan.sglang_version}" + (f" · GPU {plan.gpu}" if plan.gpu else "")
-             + f" · context_length {plan.max_model_len:,} · budget {plan.budget_mode}", ""]
+             + f" · context_length {_n(plan.max_model_len or None)} · budget "
+             f"{plan.budget_mode}", ""]
     args = server_args_line(plan)
     if args:
         lines += [f"Server args: {args}.", ""]

@@ -50,13 +50,11 @@ def _row(change: str, result: SglangResult, concurrency: int) -> WhatIf:
                       note=f"SGLang refuses to start: {err}")
     context = result.resolved.context_len
     s = sglang_serving(result, context_length=context, concurrency=concurrency)
-    cell = result.cell_size_bytes_per_token or 0
-    needed = int((s.tokens_per_request or context) * concurrency * cell)
     page = result.page_size or 1
     tokens = result.max_total_num_tokens or 0
     largest = min(tokens // concurrency // page * page, context)
-    return WhatIf(change=change, fits=s.holds, needed_gib=format_gib(needed),
-                  available_gib=format_gib(int(tokens * cell)),
+    return WhatIf(change=change, fits=s.holds, needed_gib=format_gib(s.kv_bytes_needed or 0),
+                  available_gib=format_gib(s.kv_pool_bytes or 0),
                   estimated_max_model_len=largest,
                   note=f"{tokens:,} tokens: {s.requests_at_length:,} × {context:,} at once "
                        f"(max_running_requests {result.max_running_requests:,})")

@@ -62,9 +62,13 @@ def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
                   gpus: Sequence[str] | None = None, kv_dtypes: Sequence[str] = ("auto",),
                   max_gpus: int = 8, prices: Mapping[str, float] | None = None, top: int = 5,
                   vendors: Sequence[str] = (), prune: bool = True,
-                  inputs: SglangInputs | None = None,
+                  kv_dtypes_given: bool = False, inputs: SglangInputs | None = None,
                   progress: Callable[[int, int], None] | None = None) -> FitResult:
-    """Plan every SGLang replica shape, cheapest first; keep those that meet the target."""
+    """Plan every SGLang replica shape, cheapest first; keep those that meet the target.
+
+    `kv_dtypes_given`: the user named the KV dtypes, so a GPU that serves one only dequantised
+    (FP8 on Ampere: no FP8 tensor cores, FlashInfer dequantises in its kernels) is tried too,
+    its rows marked, as vLLM's search does; otherwise only native dtypes."""
     if concurrency < 1:
         raise InputError(f"--concurrency must be ≥ 1, got {concurrency}")
     if max_gpus < 1:
@@ -98,19 +102,20 @@ def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
         usd = prices.get(g.name, g.usd_per_hour)
         for dt in dtypes:
             why = _not_native(g, dt)
-            if why:
-                skipped[FitSkip(engine="sglang", gpu=g.name, kv_cache_dtype=dt, reason=why)] = None
+            if why and not kv_dtypes_given:
+                skipped[FitSkip(engine="sglang", gpu=g.name, kv_cache_dtype=dt, reason=why,
+                                support="dequantised")] = None
                 continue
             for on in ([True, False] if spec else [False]):
                 for tp in _powers_of_two(max_gpus):
                     for pp in _powers_of_two(max_gpus // tp):
                         bound = (math.inf if usd is None else usd * tp * pp, tp * pp)
-                        shapes.append((bound, g, tp, pp, dt, on, usd))
+                        shapes.append((bound, g, tp, pp, dt, on, usd, why is not None))
     shapes.sort(key=lambda s: (s[0], s[1].name, s[4], not s[5]))
     found: list[FitCandidate] = []
     misses: list[FitMiss] = []
     planned = pruned = 0
-    for i, (bound, g, tp, pp, dt, on, usd) in enumerate(shapes):
+    for i, (bound, g, tp, pp, dt, on, usd, dequantised) in enumerate(shapes):
         if prune and len(found) >= top:
             kth = sorted(found, key=_sort_key)[top - 1]
             kth_key = (math.inf if kth.usd_per_hour is None else kth.usd_per_hour, kth.num_gpus)
@@ -119,7 +124,7 @@ def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
                 break
         planned += 1
         out = _plan_shape(base, inputs if on else off, g, platforms[g.name], tp, pp, dt, on,
-                          usd, prices,
+                          usd, prices, dequantised=dequantised,
                           max_model_len=max_model_len, concurrency=concurrency,
                           max_gpus=max_gpus)
         if isinstance(out, FitCandidate):
@@ -145,13 +150,17 @@ def search_sglang(base: SglangRequest, *, max_model_len: int, concurrency: int,
 
 
 def _not_native(gpu: hardware.Gpu, kv_dtype: str) -> str | None:
-    """The search's policy, as for vLLM's: a KV dtype is tried only where the GPU computes in it
-    (FP8 tensor cores from sm89: Ada, Hopper, Blackwell); SGLang itself also accepts FP8 KV on
-    older GPUs, dequantising it. NVFP4 / MXFP8 are SGLang's own Blackwell gate (the engine)."""
+    """The search's policy, as for vLLM's: by default a KV dtype is tried only where the GPU
+    computes in it (FP8 tensor cores from sm89: Ada, Hopper, Blackwell). SGLang itself sizes an
+    FP8 pool on older GPUs too (no server-argument check gates it) and FlashInfer, its default
+    attention backend there, dequantises it in its kernels; its Triton kernels cannot read FP8
+    E4M3 there (the engine: server_args.triton_fp8_kernel_error). NVFP4 / MXFP8 are SGLang's
+    own Blackwell gate (the engine)."""
     cc = gpu.compute_capability
     if kv_dtype.startswith("fp8") and isinstance(cc, tuple) and cc < (8, 9):
         return (f"{kv_dtype} KV: {gpu.name} has no FP8 tensor cores (compute capability "
-                f"{cc[0]}.{cc[1]}); SGLang would dequantise it, fit tries native dtypes only")
+                f"{cc[0]}.{cc[1]}); SGLang serves it dequantised (FlashInfer), fit tries it "
+                "only when --kv-cache-dtype names it")
     return None
 
 
@@ -169,7 +178,7 @@ def _miss_key(m: FitMiss) -> tuple:  # type: ignore[type-arg]
 def _plan_shape(base: SglangRequest, inputs: SglangInputs, gpu: hardware.Gpu, sg: SglangGpu,
                 tp: int, pp: int, kv_dtype: str, on: bool, usd: float | None,
                 prices: Mapping[str, float], *, max_model_len: int, concurrency: int,
-                max_gpus: int) -> FitCandidate | FitMiss | FitSkip:
+                max_gpus: int, dequantised: bool = False) -> FitCandidate | FitMiss | FitSkip:
     update: dict[str, object] = {"tp_size": tp, "pp_size": pp, "kv_cache_dtype": kv_dtype}
     if not on:
         update.update(speculative_algorithm=None, speculative_num_steps=None,
@@ -193,8 +202,9 @@ def _plan_shape(base: SglangRequest, inputs: SglangInputs, gpu: hardware.Gpu, sg
 
     if result.error is not None:
         err = result.error
-        if err.stage == "resolve_server_args" and "kv-cache-dtype" in err.message.replace(
-                "kv_cache_dtype", "kv-cache-dtype"):  # the dtype gate: this GPU cannot
+        if (err.stage == "resolve_server_args" and "kv-cache-dtype" in err.message.replace(
+                "kv_cache_dtype", "kv-cache-dtype")) or err.stage == "attention_kernel":
+            # the dtype gate, or kernels that cannot read it: this GPU cannot
             return FitSkip(engine="sglang", gpu=gpu.name, kv_cache_dtype=kv_dtype,
                            reason=err.message)
         return miss(0.0, f"SGLang refuses to start: {err.message}",
@@ -230,7 +240,7 @@ def _plan_shape(base: SglangRequest, inputs: SglangInputs, gpu: hardware.Gpu, sg
         price_source=None if usd is None else ("--price" if gpu.name in prices
                                                else gpu.usd_per_hour_source),
         total_memory_nominal=gpu.total_memory_nominal, sglang_launch=line,
-        kvplan_check=_check_line(req, gpu.name, dp))
+        kvplan_check=_check_line(req, gpu.name, dp), kv_cache_dequantised=dequantised)
 
 
 def merge_fits(results: Sequence[FitResult], *, top: int) -> FitResult:

@@ -43,3 +43,19 @@ def test_vllm_whole_requests_within_max_num_seqs() -> None:
                      concurrency=4, max_num_seqs=1024)
     assert not s.holds and s.reason == ("vLLM's maximum concurrency at 131,072 tokens is "
                                         "3.70x")
+
+
+def test_sglang_pool_bytes_and_concurrency_at_the_length() -> None:
+    # 1,000 tokens on 64-token pages take 1,024 tokens; 100 B a token
+    r = SglangResult(sglang_version="0.5.23", fits=True, page_size=64,
+                     max_total_num_tokens=10_240, max_running_requests=100,
+                     cell_size_bytes_per_token=100.0)
+    s = sglang_serving(r, context_length=1000, concurrency=3)
+    assert (s.kv_bytes_needed, s.kv_pool_bytes) == (3 * 1024 * 100, 10_240 * 100)
+    assert (s.concurrency_at_length, s.capped_by_requests) == (10.0, False)
+    r = r.model_copy(update={"max_running_requests": 4})
+    s = sglang_serving(r, context_length=1000, concurrency=3)
+    assert (s.concurrency_at_length, s.capped_by_requests, s.holds) == (4.0, True, True)
+    s = vllm_serving(fits=True, max_concurrency=3.7, kv_tokens=485120, context_length=131072,
+                     concurrency=3, max_num_seqs=1024)
+    assert s.kv_bytes_needed is None and s.concurrency_at_length is None

@@ -71,3 +71,74 @@ def test_engine_sglang_plans_every_entry_and_bad_keys_are_exit_2(tmp_path: Path)
     assert res.exit_code == 2 and "unknown SGLang key(s) ['gpu_memory_utilization']" in res.stderr
     res = runner.invoke(app, ["ci", f, "--engine", "vllm,sglang"])
     assert res.exit_code == 2 and "one server" in res.stderr
+
+
+def _gib(num_bytes: float) -> str:
+    return f"{round(num_bytes / 2**30, 2)}"
+
+
+def test_sglang_rows_show_sglangs_own_figures(tmp_path: Path) -> None:
+    """The needed / available / largest-fit / concurrency columns of an SGLang entry are SGLang's
+    token pool (cell size × tokens), what the requests take of it (whole pages), the largest
+    context that holds them and the requests the tokens hold within max_running_requests — in
+    the table and in the markdown, with why a failing entry fails under them."""
+    f = _file(tmp_path, f'''
+[defaults]
+gpu = "H100"
+
+[[deployment]]
+name = "llama"
+engine = "sglang"
+model = "{LLAMA}"
+context-length = 32768
+concurrency = 3
+
+[[deployment]]
+name = "qwen35"
+engine = "sglang"
+model = "{QWEN35}"
+context-length = 4096
+concurrency = 8
+
+[[deployment]]
+name = "refused"
+engine = "sglang"
+model = "{LLAMA}"
+mem-fraction-static = 0.15
+''')
+    llama = kvplan.check(LLAMA, engine="sglang", gpu="H100", context_length=32768,
+                         concurrency=3)
+    s = llama.sglang
+    assert s is not None and s.cell_size_bytes_per_token and s.max_total_num_tokens
+    needed = _gib(3 * 32768 * s.cell_size_bytes_per_token)
+    pool = _gib(s.max_total_num_tokens * s.cell_size_bytes_per_token)
+    conc = f"{s.max_total_num_tokens / 32768:.2f}x"
+    assert s.max_total_num_tokens // 3 >= 32768  # so the largest fit is the context length
+    qwen = kvplan.check(QWEN35, engine="sglang", gpu="H100", context_length=4096,
+                        concurrency=8)
+    q = qwen.sglang
+    assert q is not None and q.max_running_requests is not None and q.max_total_num_tokens
+    assert q.max_running_requests < 8 < q.max_total_num_tokens // 4096  # the state cap binds
+
+    table = runner.invoke(app, ["ci", f], env={"COLUMNS": "300"})
+    assert table.exit_code == 1, table.output
+    row = next(line for line in table.output.splitlines() if line.strip().startswith("llama"))
+    assert row.split()[1:] == ["FITS", needed, pool, "32,768", conc]
+    row = next(line for line in table.output.splitlines() if line.strip().startswith("qwen35"))
+    # no context length holds 8 at once: max_running_requests caps them
+    assert row.split()[-3:] == ["-", f"{q.max_running_requests:.2f}x", "(cap)"]
+    assert f"max_running_requests is {q.max_running_requests}: fewer than the 8" in table.output
+    row = next(line for line in table.output.splitlines() if line.strip().startswith("refused"))
+    assert row.split()[-4:] == ["-", "-", "-", "-"]
+    assert "refused: SGLang 0.5.23 stops at start-up: ValueError: Loaded weights leave" in \
+        table.output
+
+    md = runner.invoke(app, ["ci", f, "--format", "markdown"])
+    assert md.exit_code == 1, md.output
+    assert f"| llama | FITS | {needed} | {pool} | 32,768 | {conc} |" in md.stdout
+    assert f"| {q.max_running_requests:.2f}x (cap) |" in md.stdout
+    assert "vLLM None" not in md.stdout
+    assert ("- **refused**: SGLang 0.5.23 stops at start-up: ValueError: Loaded weights leave no "
+            "GPU memory") in md.stdout
+    assert f"- **qwen35**: SGLang starts, but max_running_requests is {q.max_running_requests}" \
+        in md.stdout

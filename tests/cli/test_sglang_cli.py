@@ -213,3 +213,62 @@ def test_sglang_markdown() -> None:
     code, md, _ = run("check", LLAMA, "--gpu", "H100", "--engine", "sglang", "--format",
                       "markdown")
     assert code == 0 and "| pool | layers | B/token |" in md and "**FITS**" in md
+
+
+def test_side_by_side_explain_gives_each_engines_what_ifs_in_its_own_flags() -> None:
+    """`check --engine vllm,sglang --explain`: vLLM's what-ifs in vLLM's flags and SGLang's in
+    SGLang's, each the engine's own re-plan (the same rows `check --explain` gives per engine)."""
+    args = ("check", LLAMA, "--gpu", "H100", "--engine", "vllm,sglang", "--max-model-len",
+            "131072", "--concurrency", "4")
+    _, plain, _ = run(*args, "--json")
+    assert all(p["explanation"] is None for p in json.loads(plain)["plans"])
+    code, out, _ = run(*args, "--explain", "--json")
+    assert code == 1
+    vplan, splan = json.loads(out)["plans"]
+    vref = kvplan.check(LLAMA, gpu="H100", max_model_len=131072, explain=True)
+    sref = kvplan.check(LLAMA, engine="sglang", gpu="H100", context_length=131072,
+                        concurrency=4, explain=True)
+    assert vref.explanation is not None and sref.explanation is not None
+    assert [w["change"] for w in vplan["explanation"]["what_ifs"]] == \
+        [w.change for w in vref.explanation.what_ifs]
+    assert [(w["change"], w["fits"], w["note"]) for w in splan["explanation"]["what_ifs"]] == \
+        [(w.change, w.fits, w.note) for w in sref.explanation.what_ifs]
+    assert any(w.change == "--kv-cache-dtype fp8" for w in vref.explanation.what_ifs)
+    assert any(w.change == "--kv-cache-dtype fp8_e4m3" for w in sref.explanation.what_ifs)
+
+    code, table, _ = run(*args, "--explain")
+    assert code == 1
+    text = " ".join(table.split())
+    assert "What if: vLLM 0.34.0 (vLLM's flags" in text
+    assert "What if: SGLang 0.5.23 (SGLang's flags; each re-planned: holds 4 × 131,072" in text
+    for w in sref.explanation.what_ifs:
+        assert " ".join(w.change.split()) in text or w.change.split()[0] in text
+    code, md, _ = run(*args, "--explain", "--format", "markdown")
+    assert "What if: SGLang 0.5.23" in md and "| `--kv-cache-dtype fp8_e4m3` |" in md
+    assert "What if: vLLM 0.34.0" in md and "| `--kv-cache-dtype fp8` |" in md
+
+
+def test_fp8_e4m3_on_an_a100_through_triton_stops_after_the_pools() -> None:
+    code, out, _ = run("check", GPT_OSS, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e4m3")
+    text = " ".join(out.split())
+    assert code == 1
+    assert ("SGLang 0.5.23 sizes the pools, then stops when its Triton attention kernels "
+            "compile (CUDA-graph capture) — ValueError: type fp8e4nv not supported in this "
+            "architecture.") in text
+    assert "SGLang would log: max_total_num_tokens" not in text  # it never gets that far
+    code, out, _ = run("check", GPT_OSS, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e5m2", "--json")
+    assert code == 0 and json.loads(out)["sglang"]["resolved"]["attention_backend"] == "triton"
+    code, out, _ = run("check", LLAMA, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8_e4m3", "--json")
+    got = json.loads(out)
+    assert code == 0 and got["sglang"]["resolved"]["attention_backend"] == "flashinfer"
+
+
+def test_a_refusal_before_the_context_is_known_prints_no_context_length_zero() -> None:
+    code, out, _ = run("check", LLAMA, "--engine", "sglang", "--gpu", "A100",
+                       "--kv-cache-dtype", "fp8")
+    text = " ".join(out.split())
+    assert code == 1 and "ValueError: Unsupported kv_cache_dtype: fp8." in text
+    assert "context_length 0" not in text and "context_length -" in text

@@ -123,3 +123,39 @@ def test_fit_refuses_the_other_engines_flags(args: list[str], text: str) -> None
                               "--gpu", "H100", *args])
     assert res.exit_code == 2 and res.stdout == ""
     assert text in res.stderr.splitlines()[0]
+
+
+GPT_OSS = str(CONFIGS / "openai--gpt-oss-20b")
+
+
+def test_fp8_on_ampere_as_sglang_serves_it() -> None:
+    """FP8 KV on an A100: by default not tried (dequantised, like vLLM's search), named with
+    --kv-cache-dtype it is planned as SGLang plans it (FlashInfer, one byte a value), its rows
+    marked; a Triton-backend model cannot read FP8 E4M3 there and is skipped with Triton's
+    words, while its FP8 E5M2 is planned."""
+    default = kvplan.fit(LLAMA_8B, engine="sglang", gpu="A100", max_model_len=32000,
+                         concurrency=8)
+    skip = next(s for s in default.skipped if s.kv_cache_dtype == "fp8_e4m3")
+    assert skip.support == "dequantised" and "only when --kv-cache-dtype names it" in skip.reason
+    assert all(c.kv_cache_dtype != "fp8_e4m3" for c in default.candidates)
+    named = kvplan.fit(LLAMA_8B, engine="sglang", gpu="A100", max_model_len=32000,
+                       concurrency=8, kv_cache_dtype="fp8")
+    assert named.candidates and not named.skipped
+    c = named.candidates[0]
+    assert c.kv_cache_dtype == "fp8_e4m3" and c.kv_cache_dequantised
+    ref = kvplan.check(LLAMA_8B, engine="sglang", gpu="A100", context_length=32000,
+                       kv_cache_dtype="fp8_e4m3", tp_size=c.tensor_parallel_size,
+                       pp_size=c.pipeline_parallel_size)
+    assert c.kv_cache_size_tokens == ref.kv_cache_size_tokens and ref.fits
+    res = runner.invoke(app, ["fit", LLAMA_8B, "--engine", "sglang", "--gpu", "A100",
+                              "--max-model-len", "32000", "--concurrency", "8",
+                              "--kv-cache-dtype", "fp8"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "fp8_e4m3 (deq.)" in res.output and "SGLang serves it dequantised" in res.output
+    assert "vLLM serves" not in res.output
+
+    oss = kvplan.fit(GPT_OSS, engine="sglang", gpu="A100", max_model_len=32000, concurrency=8,
+                     kv_cache_dtype="fp8_e4m3,fp8_e5m2")
+    skip = next(s for s in oss.skipped if s.kv_cache_dtype == "fp8_e4m3")
+    assert skip.reason.startswith("type fp8e4nv not supported in this architecture")
+    assert oss.candidates and {c.kv_cache_dtype for c in oss.candidates} == {"fp8_e5m2"}

@@ -14,7 +14,8 @@ class SglangError(Frozen):
 
     type: str  # the Python exception class SGLang raises (ValueError, RuntimeError)
     message: str
-    stage: str  # resolve_server_args | profile | pool_sizing | max_running_requests
+    stage: str  # resolve_server_args | profile | pool_sizing | max_running_requests |
+    # attention_kernel (after the pools are sized: the kernels cannot compile for the KV dtype)
 
 
 class PoolRow(Frozen):

@@ -445,6 +445,30 @@ def _mamba_extra_buffer(model: SglangModel, dep: SglangDeployment,
     return wants and model.architecture in profile.mamba_extra_buffer_archs
 
 
+# Triton's CUDA backend (language.core.dtype.to_ir): FP8 E4M3 ("fp8e4nv") needs sm89+; sm80 /
+# sm86 offer fp8e4b15 and fp8e5 only
+TRITON_FP8E4NV_ERROR = ("type fp8e4nv not supported in this architecture. The supported fp8 "
+                        "dtypes are ('fp8e4b15', 'fp8e5')")
+
+
+def triton_fp8_kernel_error(args: ResolvedArgs) -> SglangError | None:
+    """An FP8 E4M3 KV cache read by SGLang's Triton attention kernels on Ampere (sm80 / sm86).
+
+    On those GPUs SGLang 0.5.23 accepts the dtype and sizes the pool (no server-argument check
+    gates it); FlashInfer, the default backend there for MHA/GQA models, dequantises the FP8
+    cache inside its kernels and serves it. The Triton backend (MLA models, gpt-oss and Gemma 4
+    off Hopper / Blackwell, or --attention-backend triton) hands the cache to Triton kernels as
+    float8_e4m3fn (layers/attention/triton_backend.py → kernels/ops/attention/
+    decode_attention.py loads K_Buffer and casts q to its element type), and Triton refuses that
+    type on sm80 / sm86 when the kernel compiles: at the decode CUDA-graph capture, the end of
+    start-up (the first request with --disable-cuda-graph). fp8_e5m2 ("fp8e5") compiles."""
+    if (args.platform in (Platform.SM80, Platform.SM86) and args.attention_backend == "triton"
+            and args.kv_cache_torch_dtype == "float8_e4m3fn"):
+        return SglangError(type="ValueError", stage="attention_kernel",
+                           message=TRITON_FP8E4NV_ERROR)
+    return None
+
+
 def raise_if_dflash_unsupported(dep: SglangDeployment) -> None:
     if dep.speculative_eagle_topk not in (None, 1):
         raise UnsupportedError("DFLASH with --speculative-eagle-topk > 1 is not modelled")

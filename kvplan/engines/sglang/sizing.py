@@ -45,6 +45,7 @@ from kvplan.engines.sglang.server_args import (
     ResolvedArgs,
     StartupError,
     resolve,
+    triton_fp8_kernel_error,
 )
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.models.description import ModelDescription
@@ -175,8 +176,12 @@ def plan_sglang(target: ModelDescription, deployment: SglangDeployment, *, gpu: 
                             bytes_per_request=carve.stage_per_req,
                             slots=carve.max_mamba_cache_size,
                             note=f"{mamba_ratio(args, profile)} state slots per request"))
+    # the pools are sized and logged; an FP8 E4M3 cache the Triton kernels cannot compile for
+    # on Ampere stops the server after that, at the CUDA-graph capture
+    late = triton_fp8_kernel_error(args)
     return SglangResult(
-        **base, fits=True, pool_configurator=conf.name, cell_size_bytes_per_token=conf.cell_size,
+        **base, fits=late is None, error=late, pool_configurator=conf.name,
+        cell_size_bytes_per_token=conf.cell_size,
         available_bytes=avail, max_total_num_tokens=config.max_total_num_tokens,
         full_max_total_num_tokens=config.full_max_total_num_tokens,
         swa_max_total_num_tokens=config.swa_max_total_num_tokens, max_running_requests=mrr,
