@@ -243,6 +243,11 @@ class ModelDescription(Frozen):
     # become its packed 584-byte records); None: the layout follows --kv-cache-dtype
     mla_kv_layout: str | None = None
     attention_constraint: AttentionConstraint | None = None  # e.g. Flint's FlashInfer / bf16
+    # vLLM's model class implements IsAttentionFree (mamba.py, mamba2.py): ModelConfig.attn_type
+    # is "attention_free", so the generate runner turns prefix caching off by default
+    # (is_prefix_caching_supported). A class marker, not the layer kinds: a hybrid class whose
+    # config has no attention layer is still "hybrid". Not copied to an MTP draft.
+    attention_free: bool = False
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp
     num_target_layers: int | None = None

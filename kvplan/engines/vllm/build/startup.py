@@ -35,6 +35,7 @@ from kvplan.engines.vllm.build.layer_specs import (
     kpool_tail_ring,
     sw_per_token,
 )
+from kvplan.engines.vllm.build.prefix_caching import resolve_prefix_caching
 from kvplan.engines.vllm.build.releases import check_release_serves
 from kvplan.engines.vllm.build.state import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
@@ -137,7 +138,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             f"{pooling.tok_pooling_type} pooling): async scheduling "
             f"{'on' if async_scheduling else 'off'}, chunked prefill {'on' if chunked else 'off'}"
             f", max_num_batched_tokens {mnbt}")
-    mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
+    prefix_caching = resolve_prefix_caching(target, pooling, dep.enable_prefix_caching)
+    warnings += [prefix_caching.note] if prefix_caching.note else []
+    mamba_mode = "align" if prefix_caching.enabled else "none"  # MambaModelConfig
     ctx = BuildContext(profile, dep, model_dtype, mamba_mode, k, max_model_len,
                resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target, profile), warnings)
 
@@ -342,5 +345,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                        model_dtype=model_dtype, mamba_cache_mode=inp.mamba_cache_mode,
                        max_model_len=max_model_len, max_num_batched_tokens=mnbt,
                        warnings=tuple(warnings),
-                       runner="generate" if pooling is None else "pooling")
+                       runner="generate" if pooling is None else "pooling",
+                       enable_prefix_caching=prefix_caching.enabled)
 
