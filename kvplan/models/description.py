@@ -177,6 +177,14 @@ class AttentionConstraint(Frozen):
     kv_cache_dtypes: tuple[str, ...]  # the --kv-cache-dtype values it accepts
 
 
+class SentenceTransformersPooling(Frozen):
+    """The model folder's sentence-transformers files, as vLLM reads them (transformers_utils/
+    config.py get_pooling_config): a modules.json naming a Pooling module, and the pooling types
+    that module's config.json sets (None: it sets none, the class default applies)."""
+    seq_pooling_type: str | None = None  # CLS / LAST / MEAN
+    tok_pooling_type: str | None = None  # ALL / STEP
+
+
 FP8_DS_MLA = "fp8_ds_mla"  # ModelDescription.mla_kv_layout: DeepSeek-V4's packed MLA records
 
 # vLLM's words when a model's code refuses pipeline parallelism (ModelConfig.
@@ -218,6 +226,12 @@ class ModelDescription(Frozen):
     # vLLM registers the architecture as a pooling model: its classes' default (seq, tok)
     # pooling types (kvplan.models.pooling); None: a generation architecture
     pooling_defaults: tuple[str | None, str] | None = None
+    # The model folder's sentence-transformers pooling module (vLLM's `--runner auto` picks the
+    # pooling runner when there is one); None: none, or kvplan did not see the folder
+    st_pooling: SentenceTransformersPooling | None = None
+    # whether kvplan saw the files next to config.json (a local model folder, or modules.json
+    # known present / absent in the hub cache); False: config.json alone
+    model_folder_read: bool = False
     # the config has a `vision_config` (None: it has none)
     vision_tower: VisionTowerDims | None = None
     # the text config's `num_nextn_predict_layers` key as written (None: absent); SGLang's

@@ -66,6 +66,7 @@ def resolve(req: Request) -> Resolved:
     target_config = apply_hf_overrides(files.config, overrides)
     target = config.describe_model(target_config, source=req.model,
                                    hf_quant_config=files.hf_quant_config)
+    target = with_model_folder(target, files)
     notes = list(files.notes) + [n for n in [overrides_note(overrides)] if n]
     method = req.deployment.speculative_method
     draft_desc, draft_cfg = None, None
@@ -86,6 +87,18 @@ def resolve(req: Request) -> Resolved:
     return Resolved(target=target, draft=draft_desc, target_config=target_config,
                     target_quant=files.hf_quant_config, draft_config=draft_cfg,
                     weight_headers=headers, notes=tuple(notes))
+
+
+def with_model_folder(target: ModelDescription, files: Any) -> ModelDescription:
+    """The target with what its model folder says beyond config.json: the sentence-transformers
+    pooling module vLLM's `--runner auto` reads (`kvplan.sources.st_modules`)."""
+    from kvplan.models.pooling import st_pooling_types
+    from kvplan.sources.st_modules import read_st_modules
+
+    st = read_st_modules(files)
+    return target.model_copy(update={
+        "model_folder_read": st.known,
+        "st_pooling": None if st.pooling is None else st_pooling_types(st.pooling)})
 
 
 def text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:

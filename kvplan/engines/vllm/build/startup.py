@@ -63,7 +63,7 @@ from kvplan.models.description import (
     LayerKind,
     ModelDescription,
 )
-from kvplan.models.pooling import resolve_runner
+from kvplan.models.pooling import resolve_runner, runner_note
 from kvplan.models.resolution.max_len import verify_max_model_len
 from kvplan.units import (
     KVQuantMode,
@@ -114,6 +114,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")
     pooling = resolve_runner(target, dep.runner, dep.convert)
+    runner_said = runner_note(target, dep.runner, dep.convert)
+    warnings += [runner_said] if runner_said else []
     # vLLM: EngineArgs._set_default_chunked_prefill_and_prefix_caching_args
     chunked = dep.enable_chunked_prefill
     if chunked is None:
@@ -124,11 +126,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                            hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
-    if target.is_encoder_decoder:
-        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
-    if not chunked and dep.max_num_batched_tokens is None:
+    if target.is_encoder_decoder or not chunked:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
-        mnbt = max(max_model_len, mnbt)
+        # (a default is raised to max_model_len); SchedulerConfig refuses a smaller given value
+        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
