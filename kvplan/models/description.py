@@ -248,6 +248,9 @@ class ModelDescription(Frozen):
     supports_pipeline_parallel: bool = True
     # why the model's code refuses a speculative config (None: it takes one), in vLLM's words
     speculative_decoding_refusal: str | None = None
+    # why the model's code refuses a tensor-parallel size above 1 (None: it shards), in vLLM's
+    # words
+    tensor_parallel_refusal: str | None = None
     # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
     # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
     gdn_prefill_checkpoints: bool = True

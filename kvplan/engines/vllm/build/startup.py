@@ -124,6 +124,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
         raise StartupError(f"vLLM would raise NotImplementedError: {NO_PIPELINE_PARALLEL}",
                            hint="drop --pipeline-parallel-size")
+    if tp > 1 and target.tensor_parallel_refusal is not None:
+        # vLLM: the model class's constructor (e.g. dory.py DoryForCausalLM)
+        raise StartupError(f"vLLM would raise ValueError: {target.tensor_parallel_refusal}",
+                           hint="use --tensor-parallel-size 1")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder or not chunked:
