@@ -52,7 +52,7 @@ class CheckOptions(TypedDict, total=False):
     decode_context_parallel_size: int
     draft_tensor_parallel_size: int | None
     pp_layer_partition: str | None  # the CLI reads it from VLLM_PP_LAYER_PARTITION
-    enable_prefix_caching: bool
+    enable_prefix_caching: bool | None  # None: vLLM's default for the model
     mamba_cache_dtype: str
     mamba_ssm_cache_dtype: str
     attention_backend: str | None
@@ -216,7 +216,7 @@ class FitOptions(TypedDict, total=False):
     max_num_seqs: int | None
     block_size: int | None
     decode_context_parallel_size: int
-    enable_prefix_caching: bool
+    enable_prefix_caching: bool | None  # None: vLLM's default for the model
     mamba_cache_dtype: str
     mamba_ssm_cache_dtype: str
     attention_backend: str | None
@@ -447,8 +447,9 @@ def _vllm_line(model: str, draft: str | None, o: Mapping[str, Any], context: int
 
         words += ["--speculative-config", shlex.quote(json.dumps(
             {k: v for k, v in cfg.items() if v is not None}, separators=(",", ":")))]
-    if o.get("enable_prefix_caching") is False:
-        words.append("--no-enable-prefix-caching")
+    if o.get("enable_prefix_caching") is not None:  # None: vLLM's default for the model
+        words.append("--enable-prefix-caching" if o["enable_prefix_caching"]
+                     else "--no-enable-prefix-caching")
     if o.get("enforce_eager"):
         words.append("--enforce-eager")
     return " ".join(words)
@@ -477,7 +478,7 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         pipeline_parallel_size=o.get("pipeline_parallel_size", 1),
         decode_context_parallel_size=o.get("decode_context_parallel_size", 1),
         pp_layer_partition=o.get("pp_layer_partition") or None,
-        enable_prefix_caching=o.get("enable_prefix_caching", True),
+        enable_prefix_caching=o.get("enable_prefix_caching"),
         mamba_cache_dtype=o.get("mamba_cache_dtype", "auto"),
         mamba_ssm_cache_dtype=o.get("mamba_ssm_cache_dtype", "auto"),
         attention_backend=o.get("attention_backend"),

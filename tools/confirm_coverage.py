@@ -398,27 +398,6 @@ OWNED_ELSEWHERE = {
 # Disagreements found by this sweep that are kvplan's and still open, in words (the class and
 # the vLLM code to mirror); tools/confirm_coverage.py writes them into `confirmed`.
 OPEN = {
-    **{a: ("attention-free model: vLLM turns prefix caching off for it "
-           "(ModelConfig.is_prefix_caching_supported → mamba_cache_mode none, MambaSpec "
-           "block_size = max_model_len, one block per request); kvplan keeps it on "
-           "(models/build.py mamba_mode) [open: build.py]")
-       for a in ("MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM")},
-    "MistralModel": (
-        "vLLM's registry class for MistralModel is LlamaForCausalLM, no pooling model, so "
-        "`--runner auto` resolves to generate unless the folder has a sentence-transformers "
-        "modules.json (ModelConfig._get_default_runner_type / get_pooling_config); kvplan always "
-        "plans the pooling runner (1 batch in flight: its sliding window needs fewer blocks) "
-        "[open: runner detection needs the model folder]"),
-    "DoryForCausalLM": (
-        "layer_types interleave 'mlp' blocks: vLLM builds 72 blocks named "
-        "backbone.layers.{i}.mixer.attn (attention on the even ones); kvplan's generic path "
-        "numbers the 36 attention layers model.layers.{i} [open: needs an adapter]"),
-    "Cosmos3EdgeForConditionalGeneration": (
-        "vLLM names the attention of the interleaved blocks language_model.model.layers.{2i}"
-        ".mixer.attn; kvplan model.layers.{i}.self_attn.attn [open: needs an adapter]"),
-    "HrmTextForCausalLM": (
-        "recurrent H/L stacks: vLLM names the layers model.{L,H}_module.layers.{step × n + i}"
-        ".self_attn.attn (hrm_text.py); kvplan model.layers.{i} [open: needs an adapter]"),
     **{a: ("vLLM names the multimodal wrapper's language model model.text_model.layers.{i}"
            " (not language_model.); kvplan model.layers.{i} [open: the wrapper-prefix class "
            "e2e-18 is fixing, with this prefix]")

@@ -22,9 +22,10 @@ functions; nothing of SGLang is copied. What is added, and why it cannot change 
   SGLang: ``get_attention_sliding_window_size`` is the model class's own method (the
   ``sglang.srt.models`` module that defines ``class <architecture>(`` is imported, as the registry
   would, and the method called unbound on an object holding ``config``; only for hybrid-SWA
-  models, the ones whose pools read the window); ``quant_config`` is ``model_loader.weight_utils.get_quant_config`` on the
-  case's config folder; ``start_layer`` / ``end_layer`` are ``distributed.utils.get_pp_indices``
-  for the stage, as ``make_layers`` sets them. Importing the model classes needs a few pure-Python
+  models, the ones whose pools read the window); ``quant_config`` is
+  ``model_loader.weight_utils.get_quant_config`` on the case's config folder; ``start_layer`` /
+  ``end_layer`` are ``distributed.utils.get_pp_indices`` for the stage, as ``make_layers`` sets
+  them. Importing the model classes needs a few pure-Python
   packages the shared venv lacks (einops, openai, distro, jiter, sniffio, partial_json_parser);
   ``tools/sglang_oracle_extra.sh`` installs them ``--no-deps`` into a separate folder
   (``$SGLANG_ORACLE_EXTRA``, default ``~/.cache/kvplan-sglang-oracle-extra``) put on sys.path

@@ -183,7 +183,7 @@ def explain_model(target: ModelDescription, dep: Deployment, draft: ModelDescrip
         ifs.append(_summary(f"--tensor-parallel-size {dep.tensor_parallel_size * 2} "
                             "(same KV memory per GPU)",
                             lambda: run(tensor_parallel_size=dep.tensor_parallel_size * 2)))
-    if dep.enable_prefix_caching and target.is_hybrid:
+    if built.mamba_cache_mode == "align":
         ifs.append(_summary("--no-enable-prefix-caching (Mamba 'none' mode)",
                             lambda: run(enable_prefix_caching=False)))
     if draft is not None or dep.speculative_method:

@@ -54,8 +54,9 @@ def check(
     decode_context_parallel_size: Annotated[int, Opt("--decode-context-parallel-size",
                                                      "-dcp")] = 1,
     draft_tensor_parallel_size: Annotated[int | None, Opt("--draft-tensor-parallel-size")] = None,
-    enable_prefix_caching: Annotated[bool, Opt(
-        "--enable-prefix-caching/--no-enable-prefix-caching")] = True,
+    enable_prefix_caching: Annotated[bool | None, Opt(
+        "--enable-prefix-caching/--no-enable-prefix-caching",
+        help="default: vLLM's for the model (off for attention-free Mamba models)")] = None,
     mamba_cache_dtype: Annotated[str, Opt("--mamba-cache-dtype")] = "auto",
     mamba_ssm_cache_dtype: Annotated[str, Opt("--mamba-ssm-cache-dtype")] = "auto",
     attention_backend: Annotated[str | None, Opt("--attention-backend")] = None,

@@ -126,6 +126,9 @@ _BAILING_V3 = _Ref("bailing", "describe_bailing_v3")
 _ALICE_AI = _Ref("kimi", "describe_alice_ai")
 _INKLING = _Ref("inkling", "describe_inkling")
 _ENCODER_ONLY = _Ref("encoder_only", "describe_encoder_only")
+_DORY = _Ref("dory", "describe_dory")
+_COSMOS3_EDGE = _Ref("cosmos3_edge", "describe_cosmos3_edge")
+_HRM_TEXT = _Ref("hrm_text", "describe_hrm_text")
 
 # vLLM: model_executor/models/registry.py — architecture → model file
 _BY_ARCH = _Adapters({
@@ -213,6 +216,9 @@ _BY_ARCH = _Adapters({
     "Gemma3nForCausalLM": _GEMMA3N,
     "Gemma3nForConditionalGeneration": _GEMMA3N,
     "FlintForCausalLM": _FLINT,  # vLLM 0.33+
+    "DoryForCausalLM": _DORY,  # vLLM 0.33+
+    "Cosmos3EdgeForConditionalGeneration": _COSMOS3_EDGE,
+    "HrmTextForCausalLM": _HRM_TEXT,
     "PanguEmbeddedForCausalLM": _OPENPANGU,
     "PanguProMoEV2ForCausalLM": _OPENPANGU,
     "PanguUltraMoEForCausalLM": _OPENPANGU,
@@ -290,6 +296,7 @@ _BY_MODEL_TYPE = _Adapters({
     "gemma3n": _GEMMA3N, "gemma3n_text": _GEMMA3N, "flint": _FLINT,
     "PanguEmbedded": _OPENPANGU, "pangu_ultra_moe": _OPENPANGU,
     "whisper": _WHISPER, "canary": _CANARY, "cohere_asr": _COHERE_ASR,
+    "dory": _DORY, "cosmos3_edge": _COSMOS3_EDGE, "hrm_text": _HRM_TEXT,
 })
 
 

@@ -180,6 +180,14 @@ class AttentionConstraint(Frozen):
     kv_cache_dtypes: tuple[str, ...]  # the --kv-cache-dtype values it accepts
 
 
+class SentenceTransformersPooling(Frozen):
+    """The model folder's sentence-transformers files, as vLLM reads them (transformers_utils/
+    config.py get_pooling_config): a modules.json naming a Pooling module, and the pooling types
+    that module's config.json sets (None: it sets none, the class default applies)."""
+    seq_pooling_type: str | None = None  # CLS / LAST / MEAN
+    tok_pooling_type: str | None = None  # ALL / STEP
+
+
 FP8_DS_MLA = "fp8_ds_mla"  # ModelDescription.mla_kv_layout: DeepSeek-V4's packed MLA records
 
 # vLLM's words when a model's code refuses pipeline parallelism (ModelConfig.
@@ -221,6 +229,12 @@ class ModelDescription(Frozen):
     # vLLM registers the architecture as a pooling model: its classes' default (seq, tok)
     # pooling types (kvplan.models.pooling); None: a generation architecture
     pooling_defaults: tuple[str | None, str] | None = None
+    # The model folder's sentence-transformers pooling module (vLLM's `--runner auto` picks the
+    # pooling runner when there is one); None: none, or kvplan did not see the folder
+    st_pooling: SentenceTransformersPooling | None = None
+    # whether kvplan saw the files next to config.json (a local model folder, or modules.json
+    # known present / absent in the hub cache); False: config.json alone
+    model_folder_read: bool = False
     # the config has a `vision_config` (None: it has none)
     vision_tower: VisionTowerDims | None = None
     # the text config's `num_nextn_predict_layers` key as written (None: absent); SGLang's
@@ -237,6 +251,9 @@ class ModelDescription(Frozen):
     supports_pipeline_parallel: bool = True
     # why the model's code refuses a speculative config (None: it takes one), in vLLM's words
     speculative_decoding_refusal: str | None = None
+    # why the model's code refuses a tensor-parallel size above 1 (None: it shards), in vLLM's
+    # words
+    tensor_parallel_refusal: str | None = None
     # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
     # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
     gdn_prefill_checkpoints: bool = True
@@ -246,6 +263,11 @@ class ModelDescription(Frozen):
     # become its packed 584-byte records); None: the layout follows --kv-cache-dtype
     mla_kv_layout: str | None = None
     attention_constraint: AttentionConstraint | None = None  # e.g. Flint's FlashInfer / bf16
+    # vLLM's model class implements IsAttentionFree (mamba.py, mamba2.py): ModelConfig.attn_type
+    # is "attention_free", so the generate runner turns prefix caching off by default
+    # (is_prefix_caching_supported). A class marker, not the layer kinds: a hybrid class whose
+    # config has no attention layer is still "hybrid". Not copied to an MTP draft.
+    attention_free: bool = False
     # Draft heads only:
     draft_method: str | None = None  # dflash, eagle, eagle3, mtp
     num_target_layers: int | None = None

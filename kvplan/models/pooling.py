@@ -8,17 +8,20 @@
   returns None: no KV cache, no memory profiling, no check (vLLM: v1/engine/core.py
   _initialize_kv_caches, `has_kv_cache` False → available memory 0, no groups). Their attention
   layers become `LayerKind.ENCODER_ONLY`, which the build gives no spec.
-* `resolve_runner` mirrors ModelConfig._get_runner_type / _get_convert_type and the pooling
-  defaults of `is_chunked_prefill_supported` / `is_prefix_caching_supported`.
+* `resolve_runner` mirrors ModelConfig._get_runner_type / _get_convert_type (with the model
+  folder's sentence-transformers pooling module, `get_pooling_config`) and the pooling defaults of
+  `is_chunked_prefill_supported` / `is_prefix_caching_supported`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.errors import InputError
 from kvplan.models._common import Cfg, text_cfg
-from kvplan.models.description import LayerKind, ModelDescription
+from kvplan.models.description import LayerKind, ModelDescription, SentenceTransformersPooling
 
 RUNNERS = ("auto", "generate", "pooling", "draft")
 CONVERTS = ("auto", "none", "embed", "classify")
@@ -63,6 +66,19 @@ ENCODER_ONLY: dict[str, tuple[str, str]] = {
 }
 
 
+# pooling architectures whose registry class is a text-generation class (registry.py
+# "LlamaModel": ("llama", "LlamaForCausalLM"), "MistralModel": the same, "Qwen2Model":
+# Qwen2ForCausalLM, "Gemma2Model": Gemma2ForCausalLM, "DeepseekV3BidirectionalModel":
+# DeepseekV3ForCausalLM; 0.31–0.34): ModelConfig._get_default_runner_type resolves
+# `--runner auto` to generate for them unless the model folder has a sentence-transformers
+# pooling module; the pooling runner converts them (_get_default_convert_type: "Model" → embed)
+GENERATIVE_REGISTRY_CLASS = frozenset({"LlamaModel", "MistralModel", "Qwen2Model",
+                                       "Gemma2Model", "DeepseekV3BidirectionalModel"})
+
+# vLLM: config/pooler.py SEQ_POOLING_TYPES / TOK_POOLING_TYPES
+SEQ_POOLING_TYPES = ("CLS", "LAST", "MEAN")
+TOK_POOLING_TYPES = ("ALL", "STEP")
+
 # registry entries whose class is the bare decoder (no *ForCausalLM holding it as `.model`):
 # vLLM builds it with prefix "" as the pooling model, so its layers are ".layers.{i}..."
 # (registry.py "Gemma3TextModel": ("gemma3", "Gemma3Model"); gemma3.py Gemma3Model:
@@ -74,6 +90,33 @@ def pooling_arch(archs: tuple[str, ...]) -> str | None:
     """The first architecture vLLM registers as a pooling model that kvplan plans."""
     return next((a for a in archs if a in DECODER_POOLING or a in BIDIRECTIONAL_DECODERS
                  or a in CONFIG_CAUSAL_DECODERS or a in ENCODER_ONLY), None)
+
+
+def parse_pooling_type(name: str) -> str:
+    """vLLM: transformers_utils/config.py parse_pooling_type — a sentence-transformers pooling
+    key or mode ("pooling_mode_mean_tokens", "lasttoken", "cls") → CLS / LAST / MEAN / ..."""
+    name = name.replace("pooling_mode_", "") if "pooling_mode_" in name else name
+    name = name.split("_", 1)[0] if "_" in name else name
+    return ("last" if "lasttoken" in name else name).upper()
+
+
+def st_pooling_types(pooling_config: Mapping[str, Any]) -> SentenceTransformersPooling:
+    """vLLM: get_pooling_config — the pooling module's config.json → (seq, tok) pooling types:
+    `pooling_mode` as a string, else each key set to true; the last one of a kind wins."""
+    found: dict[str, str] = {}
+    for key, value in pooling_config.items():
+        if key == "pooling_mode" and isinstance(value, str):
+            name = value
+        elif value is True:
+            name = key
+        else:
+            continue
+        kind = parse_pooling_type(name)
+        if kind in SEQ_POOLING_TYPES:
+            found["seq_pooling_type"] = kind
+        elif kind in TOK_POOLING_TYPES:
+            found["tok_pooling_type"] = kind
+    return SentenceTransformersPooling(**found)
 
 
 def _is_causal(cfg: Cfg, arch: str) -> bool:
@@ -140,19 +183,57 @@ def resolve_runner(desc: ModelDescription, runner: str = "auto", convert: str = 
     if convert not in CONVERTS:
         raise InputError(f"--convert {convert!r} is not one of {', '.join(CONVERTS)}")
     native = desc.pooling_defaults
+    generative = _generative_registry_class(desc)
     if runner == "auto":
-        runner = "pooling" if native is not None or convert not in ("auto", "none") else "generate"
+        # vLLM: _get_runner_type / _get_default_runner_type — a sentence-transformers pooling
+        # module first, then the registry class, then the architecture's suffix
+        pooled = desc.st_pooling is not None or (native is not None and not generative)
+        runner = "pooling" if pooled or convert not in ("auto", "none") else "generate"
     if runner != "pooling":
-        if native is not None and _encoder_only(desc):
+        # a generation class with is_causal false runs its EncoderOnlyAttention layers under the
+        # generate runner too: no KV cache (measured with vLLM 0.34's own code)
+        if native is not None and _encoder_only(desc) and not generative:
             raise InputError(f"{desc.source}: vLLM serves {desc.architectures[0]} only with "
                              "--runner pooling (an encoder has no generation runner)")
         return None
     if convert == "auto":
-        convert = "none" if native is not None else "embed"
+        convert = "none" if native is not None and not generative else "embed"
     seq, tok = native or _LAST_ALL  # as_embedding_model / as_seq_cls_model: LAST, ALL
-    encoder = seq == "CLS" or _encoder_only(desc)  # ModelConfig.attn_type
+    encoder = seq == "CLS" or _encoder_only(desc)  # ModelConfig.attn_type (the class default)
+    if desc.st_pooling is not None:  # vLLM: the pooler config takes the module's types first
+        seq = desc.st_pooling.seq_pooling_type or seq
+        tok = desc.st_pooling.tok_pooling_type or tok
     return PoolingRunner(convert=convert, seq_pooling_type=seq, tok_pooling_type=tok,
                          attn_type="encoder_only" if encoder else "decoder")
+
+
+def _generative_registry_class(desc: ModelDescription) -> bool:
+    arch = pooling_arch(desc.architectures)
+    return arch is not None and arch in GENERATIVE_REGISTRY_CLASS
+
+
+def runner_note(desc: ModelDescription, runner: str = "auto", convert: str = "auto"
+                ) -> str | None:
+    """What the plan says about `--runner auto` when the model folder decides it."""
+    if runner != "auto" or convert not in ("auto", "none"):
+        return None  # explicit flags are authoritative
+    arch = pooling_arch(desc.architectures)
+    if desc.st_pooling is not None:
+        types = "/".join(t for t in (desc.st_pooling.seq_pooling_type,
+                                     desc.st_pooling.tok_pooling_type) if t) or "the class's"
+        return ("--runner auto → pooling: the model folder has a sentence-transformers pooling "
+                f"module (modules.json; {types} pooling), as vLLM's "
+                "ModelConfig._get_default_runner_type reads it")
+    if arch is None or arch not in GENERATIVE_REGISTRY_CLASS:
+        return None
+    if desc.model_folder_read:
+        return (f"--runner auto → generate: vLLM registers {arch} with a text-generation class "
+                "and the model folder has no sentence-transformers pooling module (modules.json)"
+                "; pass --runner pooling to serve it as an embedding model")
+    return (f"--runner auto → generate assumed: vLLM registers {arch} with a text-generation "
+            "class and picks the pooling runner only when the model folder has a "
+            "sentence-transformers modules.json, which kvplan did not see (config.json only); "
+            "pass --runner pooling if it has one")
 
 
 def _encoder_only(desc: ModelDescription) -> bool:

@@ -102,8 +102,9 @@ def _shared_flags(req: Request, *, vllm_serve: bool) -> list[str]:
             ("--revision", req.revision, None)):
         if value is not None and value != default:
             out += _flag(name, value)
-    if not d.enable_prefix_caching:
-        out.append("--no-enable-prefix-caching")
+    if d.enable_prefix_caching is not None:  # None: vLLM's default for the model
+        out.append("--enable-prefix-caching" if d.enable_prefix_caching
+                   else "--no-enable-prefix-caching")
     if req.enforce_eager:
         out.append("--enforce-eager")
     if not vllm_serve:

@@ -73,6 +73,7 @@ def resolve(req: Request) -> Resolved:
     except UnsupportedError as exc:
         _length_check_first(req, target_config, exc)
         raise
+    target = with_model_folder(target, files)
     notes = list(files.notes) + [n for n in [overrides_note(overrides), remote_note] if n]
     method = req.deployment.speculative_method
     draft_desc, draft_cfg = None, None
@@ -126,6 +127,18 @@ def _length_check_first(req: Request, cfg: dict[str, Any], exc: UnsupportedError
     if dep.max_model_len is not None:
         verify_max_model_len(length_only_description(cfg, req.model), dep.max_model_len,
                              allow_long=dep.allow_long_max_model_len)
+
+
+def with_model_folder(target: ModelDescription, files: Any) -> ModelDescription:
+    """The target with what its model folder says beyond config.json: the sentence-transformers
+    pooling module vLLM's `--runner auto` reads (`kvplan.sources.st_modules`)."""
+    from kvplan.models.pooling import st_pooling_types
+    from kvplan.sources.st_modules import read_st_modules
+
+    st = read_st_modules(files)
+    return target.model_copy(update={
+        "model_folder_read": st.known,
+        "st_pooling": None if st.pooling is None else st_pooling_types(st.pooling)})
 
 
 def text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:

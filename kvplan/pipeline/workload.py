@@ -50,7 +50,7 @@ def for_evaluation(ev: Evaluation, req: Request, workloads: Sequence[Workload]
     return workload_results(
         ev.result, ev.planner_input, workloads, max_num_seqs=default_max_num_seqs(ev, req),
         enable_chunked_prefill=True if dep.enable_chunked_prefill is None
-        else dep.enable_chunked_prefill, enable_prefix_caching=dep.enable_prefix_caching)
+        else dep.enable_chunked_prefill, enable_prefix_caching=ev.built.enable_prefix_caching)
 
 
 def with_workload(plan: Plan, results: list[WorkloadResult]) -> Plan:

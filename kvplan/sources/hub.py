@@ -1,11 +1,11 @@
 """Where config files come from: a local file or folder, or the Hugging Face Hub (and its cache).
 
-With `json_files` (reading them), the only place where kvplan does I/O; `hub_errors` puts the
-Hub's failures in words. Hub access goes through `huggingface_hub` alone, which reads the
-environment itself (`HF_TOKEN`, `HF_HOME`/`HF_HUB_CACHE`, `HF_HUB_OFFLINE`, `HF_ENDPOINT`); it is
-imported inside the functions so that `kvplan --help` stays fast. Only
-`config.json` and `hf_quant_config.json` are ever downloaded; weights never are (their sizes come
-from safetensors headers, fetched by byte range).
+With `json_files` (reading them) and `st_modules` (the sentence-transformers files beside them),
+the only place where kvplan does I/O; `hub_errors` puts the Hub's failures in words. Hub access
+goes through `huggingface_hub` alone, which reads the environment itself (`HF_TOKEN`,
+`HF_HOME`/`HF_HUB_CACHE`, `HF_HUB_OFFLINE`, `HF_ENDPOINT`); it is imported inside the functions so
+that `kvplan --help` stays fast. Only `config.json` and `hf_quant_config.json` are ever downloaded;
+weights never are (their sizes come from safetensors headers, fetched by byte range).
 """
 
 from __future__ import annotations

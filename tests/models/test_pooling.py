@@ -29,8 +29,11 @@ def _describe(name: str, arch: str, *more: object) -> object:
 def test_e5_mistral_plans_its_sliding_window_with_one_batch_in_flight() -> None:
     desc = _describe("mistralai--Mistral-7B-v0.1", "MistralModel")
     assert desc.family == "mistral" and desc.pooling_defaults == ("LAST", "ALL")
-    pooled = build(desc, DEP)
-    generated = build(desc, Deployment(**{**DEP.__dict__, "runner": "generate"}))
+    # vLLM registers MistralModel with LlamaForCausalLM (a generation class): `--runner auto`
+    # generates unless the folder has a sentence-transformers modules.json (config only here)
+    pooled = build(desc, Deployment(**{**DEP.__dict__, "runner": "pooling"}))
+    generated = build(desc, DEP)
+    assert (pooled.runner, generated.runner) == ("pooling", "generate")
     # vLLM: VllmConfig — async scheduling off by default for pooling models: 1 batch in flight
     assert pooled.planner_input.async_scheduling is False
     assert generated.planner_input.async_scheduling is True
@@ -61,8 +64,11 @@ def test_reward_and_embedding_archs_reach_their_counterpart(arch: str, family: s
     desc = _describe(base, arch)
     assert desc.family == family and desc.pooling_defaults == ("LAST", tok)
     assert {layer.kind for layer in desc.layers} == {LayerKind.FULL_ATTENTION}
-    runner = resolve_runner(desc)
-    assert runner is not None and runner.convert == "none"
+    # LlamaModel's registry class is LlamaForCausalLM: generate unless asked (or a
+    # sentence-transformers folder), and the pooling runner converts it (--convert embed)
+    runner = resolve_runner(desc, "pooling" if arch == "LlamaModel" else "auto")
+    assert runner is not None and runner.convert == ("embed" if arch == "LlamaModel" else "none")
+    assert (resolve_runner(desc) is None) is (arch == "LlamaModel")
     # vLLM: is_chunked_prefill_supported — STEP token pooling (process reward) turns it off
     assert runner.supports_chunked_prefill is (tok != "STEP")
 

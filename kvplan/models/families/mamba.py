@@ -61,8 +61,10 @@ def describe_mamba1(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     dims = Mamba1Dims(intermediate_size=inner, state_size=text.int_default("state_size", 16),
                       conv_kernel=text.int_default("conv_kernel", 4))
     layers = [_mamba1(i, f"backbone.layers.{i}.mixer", dims) for i in range(n)]
-    return finish(top, text, family="mamba", layers=layers,
+    desc = finish(top, text, family="mamba", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
+    # MambaForCausalLM (FalconMamba's class too) is IsAttentionFree and SupportsPP
+    return desc.model_copy(update={"attention_free": True})
 
 
 def describe_mamba2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
@@ -78,8 +80,10 @@ def describe_mamba2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
                       num_heads=text.int_default("num_heads", 128),
                       head_dim=text.int_default("head_dim", 64))
     layers = [_mamba2(i, f"backbone.layers.{i}.mixer", dims) for i in range(n)]
-    return finish(top, text, family="mamba2", layers=layers,
+    desc = finish(top, text, family="mamba2", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
+    # Mamba2ForCausalLM is IsAttentionFree and not SupportsPP (0.31–0.34)
+    return desc.model_copy(update={"attention_free": True, "supports_pipeline_parallel": False})
 
 
 # --- Jamba --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class Deployment:
     pipeline_parallel_size: int = 1
     decode_context_parallel_size: int = 1
     pp_layer_partition: str | None = None  # VLLM_PP_LAYER_PARTITION
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool | None = None  # None: vLLM's default for the model
     mamba_cache_dtype: str = "auto"
     mamba_ssm_cache_dtype: str = "auto"
     attention_backend: str | None = None
@@ -100,3 +100,4 @@ class BuildResult:
     max_num_batched_tokens: int
     warnings: tuple[str, ...] = field(default_factory=tuple)
     runner: str = "generate"  # vLLM's resolved runner type (generate / pooling)
+    enable_prefix_caching: bool = True  # vLLM's resolved value (the flag, else its default)

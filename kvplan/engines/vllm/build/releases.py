@@ -16,7 +16,7 @@ ARCH_FIRST_RELEASE = {"KimiK31ForConditionalGeneration": "0.34.0",
                       "AliceAIForCausalLM": "0.33.0",
                       "Lfm3ForCausalLM": "0.34.0", "Lfm3VlForConditionalGeneration": "0.34.0",
                       "Lfm3AudioForConditionalGeneration": "0.34.0", "ZayaForCausalLM": "0.34.0",
-                      "FlintForCausalLM": "0.33.0",
+                      "FlintForCausalLM": "0.33.0", "DoryForCausalLM": "0.33.0",
                       "CanaryForConditionalGeneration": "0.34.0",
                       "Qwen3XPressModel": "0.33.0", "DFlashQwen3XPressModel": "0.33.0"}
 

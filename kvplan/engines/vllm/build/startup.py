@@ -37,6 +37,7 @@ from kvplan.engines.vllm.build.layer_specs import (
     kpool_tail_ring,
     sw_per_token,
 )
+from kvplan.engines.vllm.build.prefix_caching import resolve_prefix_caching
 from kvplan.engines.vllm.build.releases import check_release_serves, deprecated_quantization
 from kvplan.engines.vllm.build.state import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
@@ -64,7 +65,7 @@ from kvplan.models.description import (
     LayerKind,
     ModelDescription,
 )
-from kvplan.models.pooling import resolve_runner
+from kvplan.models.pooling import resolve_runner, runner_note
 from kvplan.models.resolution.max_len import verify_max_model_len
 from kvplan.units import (
     KVQuantMode,
@@ -127,6 +128,8 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         raise InputError("the config gives no max_position_embeddings",
                          hint="pass --max-model-len")
     pooling = resolve_runner(target, dep.runner, dep.convert)
+    runner_said = runner_note(target, dep.runner, dep.convert)
+    warnings += [runner_said] if runner_said else []
     # vLLM: EngineArgs._set_default_chunked_prefill_and_prefix_caching_args
     chunked = dep.enable_chunked_prefill
     if chunked is None:
@@ -135,13 +138,16 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
         raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
                                 hint="drop --pipeline-parallel-size")
+    if tp > 1 and target.tensor_parallel_refusal is not None:
+        # vLLM: the model class's constructor (e.g. dory.py DoryForCausalLM)
+        raise StartupError.vllm("ValueError", target.tensor_parallel_refusal,
+                                hint="use --tensor-parallel-size 1")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
-    if target.is_encoder_decoder:
-        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
-    if not chunked and dep.max_num_batched_tokens is None:
+    if target.is_encoder_decoder or not chunked:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
-        mnbt = max(max_model_len, mnbt)
+        # (a default is raised to max_model_len); SchedulerConfig refuses a smaller given value
+        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
@@ -151,7 +157,9 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
             f"{pooling.tok_pooling_type} pooling): async scheduling "
             f"{'on' if async_scheduling else 'off'}, chunked prefill {'on' if chunked else 'off'}"
             f", max_num_batched_tokens {mnbt}")
-    mamba_mode = "align" if dep.enable_prefix_caching else "none"  # MambaModelConfig
+    prefix_caching = resolve_prefix_caching(target, pooling, dep.enable_prefix_caching)
+    warnings += [prefix_caching.note] if prefix_caching.note else []
+    mamba_mode = "align" if prefix_caching.enabled else "none"  # MambaModelConfig
     ctx = BuildContext(profile, dep, model_dtype, mamba_mode, k, max_model_len,
                resolve_mamba_ssm_cache_dtype(dep.mamba_ssm_cache_dtype, target, profile), warnings)
 
@@ -362,5 +370,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                        model_dtype=model_dtype, mamba_cache_mode=inp.mamba_cache_mode,
                        max_model_len=max_model_len, max_num_batched_tokens=mnbt,
                        warnings=tuple(warnings),
-                       runner="generate" if pooling is None else "pooling")
+                       runner="generate" if pooling is None else "pooling",
+                       enable_prefix_caching=prefix_caching.enabled)
 
