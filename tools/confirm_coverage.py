@@ -443,7 +443,9 @@ def _clean(text: str) -> str:
     """A vLLM message as a reason: pydantic's wrapper and this checkout's path dropped."""
     text = re.sub(r"^\[\w+\] ", "", " ".join(str(text or "").split()))
     text = re.sub(r"^\w*Error: 1 validation error for \w+ Value error, ", "", text)
-    return re.sub(r" \[type=value_error.*$", "", text).replace(f"{ROOT}/", "")
+    text = re.sub(r" \[type=value_error.*$", "", text).replace(f"{ROOT}/", "")
+    # a config folder of another checkout (the sweep's work dir may come from one)
+    return re.sub(r"(?:/[\w.+-]+)+/(?=(?:tests/data|examples/configs)/)", "", text)
 
 
 def triage(r: dict) -> str:
