@@ -384,15 +384,12 @@ def _vllm_message(exc_message: str) -> str:
     return re.sub(r" \[type=value_error.*$", "", v).strip()
 
 
-# Rows whose disagreement another branch is fixing right now (issue #18's classes); the lead
-# merges those fixes, then `sweep --only` + `write` confirm the rows.
-OWNED_ELSEWHERE = {
-    "trust_remote_code": "e2e-18 (--trust-remote-code refusals)",
-    "max_len_wording": "e2e-18 (refusal wording: vLLM prints the derived length as a float)",
-    "generic_max_len": "e2e-18 (the generic path's derived max length)",
-    "lm_prefix": "e2e-18 (multimodal wrappers' language_model. layer-name prefix)",
-    "chunked_local": "e2e-18 (chunked local attention)",
-}
+# Rows whose disagreement another branch is fixing right now (class -> branch and fix); the lead
+# merges those fixes, then `recheck --only` / `sweep --only` + `write` confirm the rows. e2e-18's
+# classes (--trust-remote-code refusals, the float in the max-length refusal, the generic path's
+# derived max length, the multimodal wrappers' layer-name prefix, chunked local attention) are
+# merged, and confirmed by recheck-18; none is open now.
+OWNED_ELSEWHERE: dict[str, str] = {}
 
 
 # Disagreements found by this sweep that are kvplan's and still open, in words (the class and
@@ -419,10 +416,6 @@ OPEN = {
     "HrmTextForCausalLM": (
         "recurrent H/L stacks: vLLM names the layers model.{L,H}_module.layers.{step × n + i}"
         ".self_attn.attn (hrm_text.py); kvplan model.layers.{i} [open: needs an adapter]"),
-    **{a: ("vLLM names the multimodal wrapper's language model model.text_model.layers.{i}"
-           " (not language_model.); kvplan model.layers.{i} [open: the wrapper-prefix class "
-           "e2e-18 is fixing, with this prefix]")
-       for a in ("Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration")},
     "BeamForCausalLM": (
         "vLLM reads model type beam with its own BeamConfig (_CONFIG_REGISTRY wins over "
         "transformers'); kvplan resolves it with transformers' BeamConfig, whose strict "
@@ -465,11 +458,13 @@ def triage(r: dict) -> str:
     at = (f" at --max-model-len {bad['max_model_len']}"
           if bad.get("max_model_len") != runs[0].get("max_model_len") else "")
     rc = bad.get("kvplan_rc")
-    kv = ("kvplan plans it" if rc in (0, 1) else "kvplan refuses it too" if rc is not None
-          else "")
+    same = bool(bad.get("kvplan_error")) and _same_refusal(full, bad["kvplan_error"])
+    kv = ("kvplan refuses it with the same message" if same else "kvplan plans it"
+          if rc in (0, 1) else "kvplan refuses it too" if rc is not None else "")
     if v == "VLLM_CANNOT_BUILD":
         owner = (f" [fix: {OWNED_ELSEWHERE['trust_remote_code']}]"
-                 if rc in (0, 1) and re.search(r"custom code|trust_remote_code", full) else "")
+                 if "trust_remote_code" in OWNED_ELSEWHERE and not same and rc in (0, 1)
+                 and re.search(r"custom code|trust_remote_code", full) else "")
         return f"no: vLLM refuses {where}{at}: {err} ({kv}){owner}"
     if v == "VLLM_MODEL_INIT_ERROR":
         return f"no: vLLM's model constructor raises on {where}{at}: {err} ({kv})"
@@ -492,6 +487,12 @@ def triage(r: dict) -> str:
     agree = [x["max_model_len"] for x in runs if x["verdict"] == "MATCH"]
     also = (f"; the plans agree at --max-model-len {agree[-1]}" if agree else "")
     return f"no: kvplan disagrees with vLLM on {where}: {what}{owner}{also}"
+
+
+def _same_refusal(vllm_message: str, kvplan_message: str) -> bool:
+    """compare.py's rule for one refusal (its first 200 characters), with each side's checkout
+    path dropped (the sweep may have run vLLM from another worktree)."""
+    return _clean(vllm_message)[:200] == _clean(kvplan_message)[:200]
 
 
 def classify_disagreement(run: dict) -> str:
