@@ -106,7 +106,10 @@ def test_async_and_chunked_prefill_flags_reach_the_plan() -> None:
     assert sync["max_in_flight_tokens"] == 8192  # one batch in flight
     res = runner.invoke(app, ["check", *LLAMA, "--no-enable-chunked-prefill", "--workload",
                               "16k:1k", "--json"], env=ENV)
-    assert res.exit_code == 2 and "without chunked prefill a 16,000-token prompt" in res.stderr
+    # without chunked prefill vLLM refuses a batch below max_model_len at start-up
+    # (SchedulerConfig.verify_max_model_len), before any workload
+    assert res.exit_code == 1 and json.loads(res.stdout)["error_message"].startswith(
+        "max_num_batched_tokens (8192) is smaller than max_model_len (32768).")
     whole = ["check", LLAMA[0], "--kv-cache-memory", "16GiB", "--max-model-len", "16384",
              "--max-num-batched-tokens", "16384", "--json"]
     chunked = json.loads(runner.invoke(app, [*whole, "--workload", "4k:8k"], env=ENV).stdout)

@@ -23,7 +23,11 @@ from kvplan.engines.vllm.build.backend_choice import (
     sparse_latent,
     supported_layouts,
 )
-from kvplan.engines.vllm.build.batch import encoder_decoder_batched_tokens, get_batch_defaults
+from kvplan.engines.vllm.build.batch import (
+    encoder_decoder_batched_tokens,
+    get_batch_defaults,
+    refuse_short_batch_without_chunking,
+)
 from kvplan.engines.vllm.build.deployment import BuildResult, Deployment, LayerPlan
 from kvplan.engines.vllm.build.dtypes import (
     dsv4_kv_cache_dtype,
@@ -131,10 +135,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     chunked = dep.enable_chunked_prefill
     if chunked is None:
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
-    if pp > 1 and not target.supports_pipeline_parallel:
-        # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
-        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
-                                hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder:
@@ -142,6 +142,13 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if not chunked and dep.max_num_batched_tokens is None:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
         mnbt = max(max_model_len, mnbt)
+    elif not chunked:
+        refuse_short_batch_without_chunking(mnbt, max_model_len)
+    if pp > 1 and not target.supports_pipeline_parallel:
+        # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
+        # (VllmConfig, after SchedulerConfig's checks above)
+        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
+                                hint="drop --pipeline-parallel-size")
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
