@@ -19,7 +19,9 @@ Then it runs /work/shared/vllm-e2e's harness (vLLM 0.34.0's start-up code on a f
 `kvplan check` with compare.py's flags and compares them with compare.py's own functions
 (`run_vllm`, `run_kvplan`, `compare_one`, imported from --e2e-dir). When vLLM refuses the flags
 (`--max-model-len 32768` above the config's derived maximum) and kvplan refuses with the same
-message, both are run again at that derived maximum, so that the KV layout is compared too.
+message, both are run again at that derived maximum, so that the KV layout is compared too; when
+vLLM's scheduler refuses them (no chunked prefill, `--max-num-batched-tokens 8192` below the
+length), both are run again at 8192 (the refusal matches when kvplan refuses with its message).
 Results go to WORK/results.jsonl (one line per architecture, the last one wins) and the raw
 outputs to WORK/out/.
 
@@ -63,6 +65,25 @@ GOLDEN = "vllm-0.34.0.json"
 _DERIVED = re.compile(r"greater than the derived max_model_len \((\w+)=([0-9.]+|inf)")
 # vLLM's SchedulerConfig refusal when chunked prefill is off (vllm/config/scheduler.py)
 _NO_CHUNKING = re.compile(r"max_num_batched_tokens \(\d+\) is smaller than max_model_len")
+
+
+def compare_run(compare, v: dict, k: dict) -> tuple[str, list[str], dict]:
+    """compare.py's compare_one, plus the flag refusal it does not list: vLLM's SchedulerConfig
+    refusing --max-num-batched-tokens below max_model_len for a model without chunked prefill
+    (a pooling model with CLS/MEAN/STEP pooling, an encoder) is the flags', not the model's; it
+    matches when kvplan refuses with the same message, as compare_one's VLLM_REJECTS_FLAGS."""
+    verdict, diffs, row = compare.compare_one(v, k)
+    msg = " ".join(str((v.get("exception") or {}).get("message", "")).split())
+    if v.get("status") == "ok" or not _NO_CHUNKING.search(msg):
+        return verdict, diffs, row
+    if k.get("_rc") in (1, 2) and row.get("kvplan_error") and compare._same_error(
+            msg, row["kvplan_error"]):
+        return "MATCH", [], row
+    if k.get("_rc") in (1, 2):
+        return "MISMATCH", [f"both refuse, different message: vLLM {msg[:300]!r} vs kvplan "
+                            f"{str(row.get('kvplan_error'))[:300]!r}"], row
+    return "MISMATCH", [f"vLLM refuses at start-up ({msg[:300]}) but kvplan plans it "
+                        f"(rc={k.get('_rc')}, verdict {k.get('verdict')})"], row
 
 
 def confirmable(row: dict) -> bool:
@@ -198,7 +219,7 @@ class Sweep:
         for tag, d in (("vllm", v), ("kvplan", k)):
             (self.work / "out" / f"{arch}.{mml}.{tag}.json").write_text(
                 json.dumps(d, indent=1, default=str))
-        verdict, diffs, row = c.compare_one(v, k)
+        verdict, diffs, row = compare_run(c, v, k)
         return verdict, diffs, row, v, k
 
     def one(self, row: dict, real: dict[str, Path], choice: dict | None) -> dict:
@@ -239,6 +260,12 @@ class Sweep:
                 verdict, diffs, summary, _, _ = self.run_pair(arch, cfg, mml)
                 runs.append({"max_model_len": mml, "verdict": verdict, "diffs": diffs,
                              "instead_of": skipped, **summary})
+        elif v.get("status") != "ok" and _NO_CHUNKING.search(str(exc.get("message", ""))):
+            # vLLM's scheduler refused the flags (no chunked prefill: max_model_len above the
+            # batch): compare the KV layout with max_model_len = the batch too
+            mml = self.compare.MNBT
+            verdict, diffs, summary, _, _ = self.run_pair(arch, cfg, mml)
+            runs.append({"max_model_len": mml, "verdict": verdict, "diffs": diffs, **summary})
         res.update(verdict=overall(runs), runs=runs, seconds=round(time.monotonic() - t0, 1))
         return res
 
@@ -287,7 +314,7 @@ def recheck(a: argparse.Namespace) -> int:
                 k = c.run_kvplan(a.kvplan, str(ROOT / r["config"]), a.timeout)
             (s.work / "out" / f"{arch}.{mml}.kvplan.json").write_text(
                 json.dumps(k, indent=1, default=str))
-            verdict, diffs, summary = c.compare_one(v, k)
+            verdict, diffs, summary = compare_run(c, v, k)
             x.clear()
             x.update({"max_model_len": mml, "verdict": verdict, "diffs": diffs, **summary})
         r["verdict"] = overall(r["runs"])
