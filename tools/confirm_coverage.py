@@ -19,7 +19,9 @@ Then it runs /work/shared/vllm-e2e's harness (vLLM 0.34.0's start-up code on a f
 `kvplan check` with compare.py's flags and compares them with compare.py's own functions
 (`run_vllm`, `run_kvplan`, `compare_one`, imported from --e2e-dir). When vLLM refuses the flags
 (`--max-model-len 32768` above the config's derived maximum) and kvplan refuses with the same
-message, both are run again at that derived maximum, so that the KV layout is compared too.
+message, both are run again at that derived maximum, so that the KV layout is compared too; when
+vLLM's scheduler refuses them (no chunked prefill, `--max-num-batched-tokens 8192` below the
+length), both are run again at 8192 (the refusal matches when kvplan refuses with its message).
 Results go to WORK/results.jsonl (one line per architecture, the last one wins) and the raw
 outputs to WORK/out/.
 
@@ -63,6 +65,25 @@ GOLDEN = "vllm-0.34.0.json"
 _DERIVED = re.compile(r"greater than the derived max_model_len \((\w+)=([0-9.]+|inf)")
 # vLLM's SchedulerConfig refusal when chunked prefill is off (vllm/config/scheduler.py)
 _NO_CHUNKING = re.compile(r"max_num_batched_tokens \(\d+\) is smaller than max_model_len")
+
+
+def compare_run(compare, v: dict, k: dict) -> tuple[str, list[str], dict]:
+    """compare.py's compare_one, plus the flag refusal it does not list: vLLM's SchedulerConfig
+    refusing --max-num-batched-tokens below max_model_len for a model without chunked prefill
+    (a pooling model with CLS/MEAN/STEP pooling, an encoder) is the flags', not the model's; it
+    matches when kvplan refuses with the same message, as compare_one's VLLM_REJECTS_FLAGS."""
+    verdict, diffs, row = compare.compare_one(v, k)
+    msg = " ".join(str((v.get("exception") or {}).get("message", "")).split())
+    if v.get("status") == "ok" or not _NO_CHUNKING.search(msg):
+        return verdict, diffs, row
+    if k.get("_rc") in (1, 2) and row.get("kvplan_error") and compare._same_error(
+            msg, row["kvplan_error"]):
+        return "MATCH", [], row
+    if k.get("_rc") in (1, 2):
+        return "MISMATCH", [f"both refuse, different message: vLLM {msg[:300]!r} vs kvplan "
+                            f"{str(row.get('kvplan_error'))[:300]!r}"], row
+    return "MISMATCH", [f"vLLM refuses at start-up ({msg[:300]}) but kvplan plans it "
+                        f"(rc={k.get('_rc')}, verdict {k.get('verdict')})"], row
 
 
 def confirmable(row: dict) -> bool:
@@ -198,7 +219,7 @@ class Sweep:
         for tag, d in (("vllm", v), ("kvplan", k)):
             (self.work / "out" / f"{arch}.{mml}.{tag}.json").write_text(
                 json.dumps(d, indent=1, default=str))
-        verdict, diffs, row = c.compare_one(v, k)
+        verdict, diffs, row = compare_run(c, v, k)
         return verdict, diffs, row, v, k
 
     def one(self, row: dict, real: dict[str, Path], choice: dict | None) -> dict:
@@ -239,6 +260,12 @@ class Sweep:
                 verdict, diffs, summary, _, _ = self.run_pair(arch, cfg, mml)
                 runs.append({"max_model_len": mml, "verdict": verdict, "diffs": diffs,
                              "instead_of": skipped, **summary})
+        elif v.get("status") != "ok" and _NO_CHUNKING.search(str(exc.get("message", ""))):
+            # vLLM's scheduler refused the flags (no chunked prefill: max_model_len above the
+            # batch): compare the KV layout with max_model_len = the batch too
+            mml = self.compare.MNBT
+            verdict, diffs, summary, _, _ = self.run_pair(arch, cfg, mml)
+            runs.append({"max_model_len": mml, "verdict": verdict, "diffs": diffs, **summary})
         res.update(verdict=overall(runs), runs=runs, seconds=round(time.monotonic() - t0, 1))
         return res
 
@@ -287,7 +314,7 @@ def recheck(a: argparse.Namespace) -> int:
                 k = c.run_kvplan(a.kvplan, str(ROOT / r["config"]), a.timeout)
             (s.work / "out" / f"{arch}.{mml}.kvplan.json").write_text(
                 json.dumps(k, indent=1, default=str))
-            verdict, diffs, summary = c.compare_one(v, k)
+            verdict, diffs, summary = compare_run(c, v, k)
             x.clear()
             x.update({"max_model_len": mml, "verdict": verdict, "diffs": diffs, **summary})
         r["verdict"] = overall(r["runs"])
@@ -384,24 +411,17 @@ def _vllm_message(exc_message: str) -> str:
     return re.sub(r" \[type=value_error.*$", "", v).strip()
 
 
-# Rows whose disagreement another branch is fixing right now (issue #18's classes); the lead
-# merges those fixes, then `sweep --only` + `write` confirm the rows.
-OWNED_ELSEWHERE = {
-    "trust_remote_code": "e2e-18 (--trust-remote-code refusals)",
-    "max_len_wording": "e2e-18 (refusal wording: vLLM prints the derived length as a float)",
-    "generic_max_len": "e2e-18 (the generic path's derived max length)",
-    "lm_prefix": "e2e-18 (multimodal wrappers' language_model. layer-name prefix)",
-    "chunked_local": "e2e-18 (chunked local attention)",
-}
+# Rows whose disagreement another branch is fixing right now (class -> branch and fix); the lead
+# merges those fixes, then `recheck --only` / `sweep --only` + `write` confirm the rows. e2e-18's
+# classes (--trust-remote-code refusals, the float in the max-length refusal, the generic path's
+# derived max length, the multimodal wrappers' layer-name prefix, chunked local attention) are
+# merged, and confirmed by recheck-18; none is open now.
+OWNED_ELSEWHERE: dict[str, str] = {}
 
 
 # Disagreements found by this sweep that are kvplan's and still open, in words (the class and
 # the vLLM code to mirror); tools/confirm_coverage.py writes them into `confirmed`.
 OPEN = {
-    **{a: ("vLLM names the multimodal wrapper's language model model.text_model.layers.{i}"
-           " (not language_model.); kvplan model.layers.{i} [open: the wrapper-prefix class "
-           "e2e-18 is fixing, with this prefix]")
-       for a in ("Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration")},
     "BeamForCausalLM": (
         "vLLM reads model type beam with its own BeamConfig (_CONFIG_REGISTRY wins over "
         "transformers'); kvplan resolves it with transformers' BeamConfig, whose strict "
@@ -422,7 +442,9 @@ def _clean(text: str) -> str:
     """A vLLM message as a reason: pydantic's wrapper and this checkout's path dropped."""
     text = re.sub(r"^\[\w+\] ", "", " ".join(str(text or "").split()))
     text = re.sub(r"^\w*Error: 1 validation error for \w+ Value error, ", "", text)
-    return re.sub(r" \[type=value_error.*$", "", text).replace(f"{ROOT}/", "")
+    text = re.sub(r" \[type=value_error.*$", "", text).replace(f"{ROOT}/", "")
+    # a config folder of another checkout (the sweep's work dir may come from one)
+    return re.sub(r"(?:/[\w.+-]+)+/(?=(?:tests/data|examples/configs)/)", "", text)
 
 
 def triage(r: dict) -> str:
@@ -442,11 +464,13 @@ def triage(r: dict) -> str:
     at = (f" at --max-model-len {bad['max_model_len']}"
           if bad.get("max_model_len") != runs[0].get("max_model_len") else "")
     rc = bad.get("kvplan_rc")
-    kv = ("kvplan plans it" if rc in (0, 1) else "kvplan refuses it too" if rc is not None
-          else "")
+    same = bool(bad.get("kvplan_error")) and _same_refusal(full, bad["kvplan_error"])
+    kv = ("kvplan refuses it with the same message" if same else "kvplan plans it"
+          if rc in (0, 1) else "kvplan refuses it too" if rc is not None else "")
     if v == "VLLM_CANNOT_BUILD":
         owner = (f" [fix: {OWNED_ELSEWHERE['trust_remote_code']}]"
-                 if rc in (0, 1) and re.search(r"custom code|trust_remote_code", full) else "")
+                 if "trust_remote_code" in OWNED_ELSEWHERE and not same and rc in (0, 1)
+                 and re.search(r"custom code|trust_remote_code", full) else "")
         return f"no: vLLM refuses {where}{at}: {err} ({kv}){owner}"
     if v == "VLLM_MODEL_INIT_ERROR":
         return f"no: vLLM's model constructor raises on {where}{at}: {err} ({kv})"
@@ -469,6 +493,12 @@ def triage(r: dict) -> str:
     agree = [x["max_model_len"] for x in runs if x["verdict"] == "MATCH"]
     also = (f"; the plans agree at --max-model-len {agree[-1]}" if agree else "")
     return f"no: kvplan disagrees with vLLM on {where}: {what}{owner}{also}"
+
+
+def _same_refusal(vllm_message: str, kvplan_message: str) -> bool:
+    """compare.py's rule for one refusal (its first 200 characters), with each side's checkout
+    path dropped (the sweep may have run vLLM from another worktree)."""
+    return _clean(vllm_message)[:200] == _clean(kvplan_message)[:200]
 
 
 def classify_disagreement(run: dict) -> str:

@@ -9,7 +9,10 @@ an inner language model (`init_vllm_registered_model`), the class hierarchy's so
 statically (ast; tools/vllm_registry.py's walk): the attribute `get_language_model()` returns
 (default `language_model`), and the `prefix=` its constructor call gets in `__init__`:
 `maybe_prefix(prefix, "X")` → "X", `f"{prefix}.X"` → "X", `""` / `prefix` → "" (the wrapper's own
-level). Architectures where no such call is found are listed under `unresolved`. Never run by the
+level). A wrapper that builds a bare decoder stack instead (`language_targets=LlamaModel`) is
+listed under `decoder_module` with the module its `get_mm_mapping()` names (Idefics3:
+`model.text_model` → `model.text_model.layers.3.self_attn.attn`). Architectures where neither
+is found are listed under `unresolved`. Never run by the
 tests; the end-to-end goldens (tests/data/vllm-e2e-*) check the result on real configs.
 """
 
@@ -95,6 +98,27 @@ def _lm_prefix(nodes: list[ast.ClassDef], attr: str) -> str | None:
     return None
 
 
+def _decoder_module(nodes: list[ast.ClassDef]) -> str | None:
+    """The module of a wrapper that builds its language model as a bare decoder stack (its
+    `_mark_composite_model(language_targets=XModel)`, e.g. Idefics3's LlamaModel, whose layers are
+    `<module>.layers.N`), as its `get_mm_mapping()` names it
+    (`MultiModelKeys.from_string_field(language_model="model.text_model")`); None otherwise."""
+    target = module = None
+    for node in nodes:
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            for kw in sub.keywords:
+                if kw.arg == "language_targets" and isinstance(kw.value, ast.Name):
+                    target = target or kw.value.id
+                if (kw.arg == "language_model" and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                        and isinstance(sub.func, ast.Attribute)
+                        and sub.func.attr == "from_string_field"):
+                    module = module or kw.value.value
+    return module if target and target.endswith("Model") and module else None
+
+
 def main() -> None:
     import vllm
 
@@ -102,6 +126,7 @@ def main() -> None:
     with open(reg_path, encoding="utf-8") as fh:
         registry = json.load(fh)["architectures"]
     prefixes: dict[str, str] = {}
+    decoder_modules: dict[str, str] = {}
     unresolved: list[str] = []
     for arch, row in sorted(registry.items()):
         if "SupportsMultiModal" not in row["interfaces"] and \
@@ -109,12 +134,16 @@ def main() -> None:
             continue
         nodes = _class_nodes(row["module"], row["class"])
         prefix = _lm_prefix(nodes, _lm_attribute(nodes)) if nodes else None
-        if prefix is None:
+        module = _decoder_module(nodes) if nodes and prefix is None else None
+        if module is not None:
+            decoder_modules[arch] = module
+        elif prefix is None:
             unresolved.append(arch)
         else:
             prefixes[arch] = prefix
     json.dump({"vllm_version": vllm.__version__, "extracted_by": "tools/vllm_lm_prefix.py",
-               "language_model_prefix": prefixes, "unresolved": unresolved}, sys.stdout,
+               "language_model_prefix": prefixes, "decoder_module": decoder_modules,
+               "unresolved": unresolved}, sys.stdout,
               indent=1)
     sys.stdout.write("\n")
 

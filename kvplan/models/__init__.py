@@ -415,19 +415,22 @@ def length_only_description(config: Mapping[str, Any], source: str) -> ModelDesc
 def wrapper_layer_names(desc: ModelDescription) -> ModelDescription:
     """The decoder layers of a multimodal wrapper under the module vLLM builds its language model
     in (`language_model.model.layers.N...`): adapters name the language model's own layers
-    (`model.layers.N...`); the wrapper's prefix is vLLM's (kvplan.models.coverage). Names an
+    (`model.layers.N...`); the wrapper's prefix is vLLM's (kvplan.models.coverage). A wrapper that
+    builds a bare decoder stack puts it at its own module (`model.text_model.layers.N...`). Names an
     adapter already placed under it are kept; the MTP drafter is a model of its own.
     vLLM: the wrapper's __init__ (e.g. qwen2_5_vl.py `init_vllm_registered_model(...,
     prefix=maybe_prefix(prefix, "language_model"))`), data from tools/vllm_lm_prefix.py."""
-    from kvplan.models.resolution.layer_names import language_model_prefix
+    from kvplan.models.resolution.layer_names import decoder_module, language_model_prefix
     prefix = language_model_prefix(desc.architectures)
-    if not prefix:
-        return desc
-    head = prefix + "."
+    module = None if prefix else decoder_module(desc.architectures)
     # an adapter that already names the wrapper's layers (any wrapper-level prefix) is kept
-    if any(not layer.name.startswith("model.") for layer in desc.layers):
+    if not (prefix or module) or any(not layer.name.startswith("model.") for layer in desc.layers):
         return desc
-    layers = tuple(layer.model_copy(update={"name": head + layer.name}) for layer in desc.layers)
+    # a bare decoder stack (Idefics3's LlamaModel at model.text_model) takes the place of the
+    # language model's own `model.`: model.layers.N... → model.text_model.layers.N...
+    layers = tuple(layer.model_copy(update={"name": f"{prefix}.{layer.name}" if prefix else
+                                            f"{module}.{layer.name.removeprefix('model.')}"})
+                   for layer in desc.layers)
     return desc.model_copy(update={"layers": layers})
 
 

@@ -37,6 +37,14 @@ DECODER_POOLING: dict[str, tuple[str, str]] = {
     "Qwen2ForProcessRewardModel": ("LAST", "STEP"),  # qwen2_rm.py
     "InternLM2ForRewardModel": _LAST_ALL,  # internlm2.py
     "JambaForSequenceClassification": _LAST_ALL, "GPT2ForSequenceClassification": _LAST_ALL,
+    # the Transformers modeling backend's pooling classes (transformers/pooling.py EmbeddingMixin
+    # / SequenceClassificationMixin: default_seq_pooling_type CLS, so ModelConfig.attn_type is
+    # encoder_only and chunked prefill off; their attention layers keep their KV cache)
+    **{a: _CLS_ALL for a in (
+        "TransformersEmbeddingModel", "TransformersMoEEmbeddingModel",
+        "TransformersMultiModalEmbeddingModel", "TransformersForSequenceClassification",
+        "TransformersMoEForSequenceClassification",
+        "TransformersMultiModalForSequenceClassification")},
 }
 # bidirectional variants of decoders (vLLM sets is_causal False: models/config.py)
 BIDIRECTIONAL_DECODERS: dict[str, tuple[str, str]] = {

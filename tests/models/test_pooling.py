@@ -13,7 +13,7 @@ import pytest
 
 from kvplan.engines.vllm.build import Deployment, build
 from kvplan.engines.vllm.planner import plan
-from kvplan.errors import InputError
+from kvplan.errors import InputError, StartupError
 from kvplan.models import describe_model
 from kvplan.models.description import LayerKind
 from kvplan.models.pooling import resolve_runner
@@ -81,10 +81,52 @@ def test_chunked_prefill_off_batches_a_whole_prompt() -> None:
     assert build(desc, dep).max_num_batched_tokens == 32768
 
 
+_SHORT_BATCH = ("max_num_batched_tokens (8192) is smaller than max_model_len (32768). This "
+                "effectively limits the maximum sequence length to max_num_batched_tokens and "
+                "makes vLLM reject longer sequences. Please increase max_num_batched_tokens or "
+                "decrease max_model_len.")
+
+
+@pytest.mark.parametrize(("arch", "chunked", "refused"), [
+    ("Qwen2ForProcessRewardModel", None, True),  # STEP pooling: no chunked prefill
+    ("Qwen2ForProcessRewardModel", True, False),  # --enable-chunked-prefill given
+    ("TransformersEmbeddingModel", None, True),  # Transformers backend: CLS pooling
+    ("Qwen2ForRewardModel", None, False),  # LAST pooling: chunked prefill on
+    ("Qwen2ForCausalLM", False, True),  # --no-enable-chunked-prefill on a generative model
+    ("Qwen2ForCausalLM", None, False)])
+def test_a_given_batch_below_max_model_len_is_refused_without_chunked_prefill(
+        arch: str, chunked: bool | None, refused: bool) -> None:
+    desc = _describe("Qwen--Qwen2.5-7B", arch)
+    dep = Deployment(**{**DEP.__dict__, "max_model_len": 32768,
+                        "enable_chunked_prefill": chunked})
+    # vLLM: SchedulerConfig.verify_max_model_len (a whole prompt per step needs the batch)
+    if not refused:
+        assert build(desc, dep).max_num_batched_tokens == 8192
+        return
+    with pytest.raises(StartupError) as e:
+        build(desc, dep)
+    assert e.value.error_type == "ValueError" and e.value.vllm_message == _SHORT_BATCH
+    # at the batch's length it builds
+    assert build(desc, Deployment(**{**dep.__dict__, "max_model_len": 8192})
+                 ).max_num_batched_tokens == 8192
+
+
+def test_transformers_backend_pooling_classes_pool_cls_and_keep_their_kv_cache() -> None:
+    for arch in ("TransformersEmbeddingModel", "TransformersMoEForSequenceClassification"):
+        desc = _describe("Qwen--Qwen2.5-7B", arch)
+        assert desc.pooling_defaults == ("CLS", "ALL")
+        assert {layer.kind for layer in desc.layers} == {LayerKind.FULL_ATTENTION}
+        runner = resolve_runner(desc)
+        # vLLM: ModelConfig.attn_type — CLS pooling is encoder_only, so no chunked prefill
+        assert runner is not None and runner.attn_type == "encoder_only"
+        assert not runner.supports_chunked_prefill
+
+
 def test_is_causal_false_runs_encoder_only_with_no_kv_cache() -> None:
     desc = _describe("Qwen--Qwen2.5-7B", "Qwen2Model", ("is_causal",), False)
     assert {layer.kind for layer in desc.layers} == {LayerKind.ENCODER_ONLY}
-    built = build(desc, DEP)
+    # no chunked prefill: a length within the given batch (131072 would be refused)
+    built = build(desc, Deployment(**{**DEP.__dict__, "max_model_len": 8192}))
     assert built.layers == ()  # vLLM: EncoderOnlyAttention.get_kv_cache_spec returns None
     assert any("no KV cache: encoder-only attention" in w for w in built.warnings)
 

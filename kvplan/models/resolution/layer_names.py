@@ -4,7 +4,8 @@ path of the architectures the generic path plans.
 
 Data, extracted from vLLM 0.34.0's own model code (read only when a config needs it):
 * kvplan/data/vllm_lm_prefixes_0.34.0.json — tools/vllm_lm_prefix.py: the `prefix=` a wrapper's
-  __init__ gives its language model (e.g. `language_model` → `language_model.model.layers.N...`);
+  __init__ gives its language model (e.g. `language_model` → `language_model.model.layers.N...`),
+  or the module of a bare decoder stack (Idefics3: `model.text_model` → `model.text_model.layers.N...`);
 * kvplan/data/vllm_layer_names_0.34.0.json — tools/vllm_layer_names.py: the attention layer names
   of vLLM's model class built on the meta device (e.g. Falcon `transformer.h.{}.self_attention.attn`).
 """
@@ -30,6 +31,18 @@ def language_model_prefix(archs: tuple[str, ...]) -> str | None:
     """Where the multimodal wrapper among `archs` builds its language model (vLLM: the wrapper's
     `prefix=maybe_prefix(prefix, "language_model")`); None: no wrapper known."""
     table = _load(LM_PREFIX_FILE, "language_model_prefix")
+    for arch in archs:
+        if arch in table:
+            return str(table[arch])
+    return None
+
+
+def decoder_module(archs: tuple[str, ...]) -> str | None:
+    """The module under which the multimodal wrapper among `archs` builds a bare decoder stack as
+    its language model, whose layers are `<module>.layers.N` (vLLM: idefics3.py
+    `Idefics3Model.text_model = LlamaModel(prefix=maybe_prefix(prefix, "text_model"))` under the
+    wrapper's `model`, named by its get_mm_mapping); None: no such wrapper known."""
+    table = _load(LM_PREFIX_FILE, "decoder_module")
     for arch in archs:
         if arch in table:
             return str(table[arch])

@@ -28,6 +28,21 @@ def get_batch_defaults(total_memory_bytes: int | None, gpu_name: str | None = No
     return (8192 if llm else 2048), 256
 
 
+def refuse_short_batch_without_chunking(mnbt: int, max_model_len: int) -> None:
+    """Without chunked prefill a prompt is scheduled whole, so a max_num_batched_tokens the user
+    gave below max_model_len is refused at start-up (pooling models with bidirectional attention
+    or MEAN/CLS/STEP pooling, encoder-decoders, --no-enable-chunked-prefill).
+    vLLM: SchedulerConfig.verify_max_model_len (config/scheduler.py), at SchedulerConfig's
+    construction in EngineArgs.create_engine_config (before VllmConfig's parallel checks)."""
+    if mnbt < max_model_len:
+        raise StartupError.vllm(
+            "ValueError", f"max_num_batched_tokens ({mnbt}) is smaller than "
+            f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
+            "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+            "increase max_num_batched_tokens or decrease max_model_len.",
+            hint=f"use --max-num-batched-tokens {max_model_len} or more")
+
+
 def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: int) -> int:
     """Encoder-decoder models run without chunked prefill (ModelConfig.
     is_chunked_prefill_supported), which changes max_num_batched_tokens and with it the
@@ -38,13 +53,7 @@ def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: in
     verify_max_model_len refuses a given value below max_model_len. (Such a model is not SupportsPP:
     `ModelDescription.supports_pipeline_parallel` is False, checked by the build.)"""
     if dep.max_num_batched_tokens is not None:
-        if mnbt < max_model_len:
-            raise StartupError.vllm(
-                "ValueError", f"max_num_batched_tokens ({mnbt}) is smaller than "
-                f"max_model_len ({max_model_len}). This effectively limits the maximum sequence "
-                "length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
-                "increase max_num_batched_tokens or decrease max_model_len.",
-                hint=f"use --max-num-batched-tokens {max_model_len} or more")
+        refuse_short_batch_without_chunking(mnbt, max_model_len)
         return mnbt
     seqs = dep.max_num_seqs or get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name,
                                                   sm=dep.sm)[1]

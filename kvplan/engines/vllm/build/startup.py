@@ -23,7 +23,10 @@ from kvplan.engines.vllm.build.backend_choice import (
     sparse_latent,
     supported_layouts,
 )
-from kvplan.engines.vllm.build.batch import encoder_decoder_batched_tokens, get_batch_defaults
+from kvplan.engines.vllm.build.batch import (
+    encoder_decoder_batched_tokens,
+    get_batch_defaults,
+)
 from kvplan.engines.vllm.build.deployment import BuildResult, Deployment, LayerPlan
 from kvplan.engines.vllm.build.dtypes import (
     dsv4_kv_cache_dtype,
@@ -134,20 +137,21 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     chunked = dep.enable_chunked_prefill
     if chunked is None:
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
-    if pp > 1 and not target.supports_pipeline_parallel:
-        # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
-        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
-                                hint="drop --pipeline-parallel-size")
-    if tp > 1 and target.tensor_parallel_refusal is not None:
-        # vLLM: the model class's constructor (e.g. dory.py DoryForCausalLM)
-        raise StartupError.vllm("ValueError", target.tensor_parallel_refusal,
-                                hint="use --tensor-parallel-size 1")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
         dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
     if target.is_encoder_decoder or not chunked:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
         # (a default is raised to max_model_len); SchedulerConfig refuses a smaller given value
         mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
+    if pp > 1 and not target.supports_pipeline_parallel:
+        # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
+        # (VllmConfig, after SchedulerConfig's checks above)
+        raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
+                                hint="drop --pipeline-parallel-size")
+    if tp > 1 and target.tensor_parallel_refusal is not None:
+        # vLLM: the model class's constructor (e.g. dory.py DoryForCausalLM)
+        raise StartupError.vllm("ValueError", target.tensor_parallel_refusal,
+                                hint="use --tensor-parallel-size 1")
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
