@@ -244,9 +244,15 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--configs", default=None,
+                    help="the folder of config folders (default tests/data/hf-configs); e.g. "
+                         "tests/data/heldout-configs with --variants base")
     ap.add_argument("--only-missing", action="store_true",
                     help="skip the (config, variant) runs whose golden file exists")
     a = ap.parse_args(argv)
+    if a.configs:
+        global HF
+        HF = Path(a.configs).resolve()
     py = a.vllm_python or os.environ.get("VLLM_E2E_PYTHON") or \
         f"/work/oracle/.venv-{a.version}/bin/python"
     out_dir = Path(a.out or ROOT / "tests" / "data" / f"vllm-e2e-{a.version}")

@@ -109,9 +109,16 @@ def _config_readable(req: Request, files: Any, cfg: dict[str, Any]) -> str | Non
     else:  # vLLM is given the folder (a config.json path stands for its folder)
         name = files.source if files.config_path != files.source else files.local_dir
         local = os.path.abspath(name)
-    return check_config_readable(cfg, model_name=name, local_abspath=local,
+    note = check_config_readable(cfg, model_name=name, local_abspath=local,
                                  trust_remote_code=req.trust_remote_code,
                                  version=req.deployment.vllm_version)
+    if note is None:  # remote code resolves its own classes
+        from kvplan.models.resolution.arch_resolution import unresolved_architecture_error
+
+        refusal = unresolved_architecture_error(cfg, req.deployment.vllm_version)
+        if refusal is not None:
+            raise refusal
+    return note
 
 
 def _length_check_first(req: Request, cfg: dict[str, Any], exc: UnsupportedError) -> None:

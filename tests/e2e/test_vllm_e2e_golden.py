@@ -46,6 +46,19 @@ def vllm_message(text: str) -> str:
     return re.sub(r" \[type=value_error.*$", "", text, flags=re.S).strip()
 
 
+# shared/vllm-e2e/vllm_e2e.py keeps the first 4000 characters of vLLM's exception text (vLLM's
+# "are not supported for now" refusal lists its whole registry, ~17000)
+HARNESS_MESSAGE_CHARS = 4000
+
+
+def same_message(got: str, golden_message: str) -> bool:
+    """kvplan's text is vLLM's: equal, or starting with the harness's cut-off copy of it."""
+    want = vllm_message(golden_message)
+    if len(golden_message) >= HARNESS_MESSAGE_CHARS:
+        return got.startswith(want)
+    return got == want
+
+
 def kvplan_message(message: str, config_path: str) -> str:
     """kvplan's refusal as vLLM's message (`vLLM would raise ValueError: <message>`, or vLLM's
     text alone as a refused plan carries it)."""
@@ -87,7 +100,8 @@ def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
     golden = json.loads(path.read_text())
     model = str(ROOT / config_path)
     outcome = golden["outcome"]
-    want = vllm_message(golden.get("vllm_error", {}).get("message", ""))
+    raw = golden.get("vllm_error", {}).get("message", "")
+    want = vllm_message(raw)
     if outcome == "VLLM_STARTUP_ERROR":
         # vLLM's own backend / block-size / grouping code refused to start (e.g. no attention
         # backend for this GPU): kvplan refuses with vLLM's words, or plans a deployment that
@@ -95,17 +109,17 @@ def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
         try:
             plan = kvplan.check(model, **_flags(golden))
         except StartupError as err:
-            assert kvplan_message(err.message, config_path) == want
+            assert same_message(kvplan_message(err.message, config_path), raw)
             return
         if plan.refused_at_startup:
-            assert kvplan_message(plan.error_message or "", config_path) == want
+            assert same_message(kvplan_message(plan.error_message or "", config_path), raw)
         assert not plan.fits, golden["vllm_error"]
         return
     if outcome != "PLANNED":
         got = _refusal(model, golden, config_path)
         if outcome == "VLLM_REJECTS_FLAGS" or golden["vllm_error"]["stage"] == "config":
             # vLLM refused at start-up, before building the model: the same error, exit 1
-            assert got == want
+            assert same_message(got, raw), (got, want)
         return
     plan = kvplan.check(model, **_flags(golden))
     got = plan.vllm_contract
