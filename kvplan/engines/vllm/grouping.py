@@ -111,7 +111,7 @@ def merge_specs(specs: Sequence[KVCacheSpec], swa_mla_strict: bool = True) -> KV
             raise AssertionError("All attention layers in the same KV cache group must be "
                                  "MLAAttentionSpec.")
         # topk_buffer_width (0.33+) and storage_block_size (0.31) are None where a release
-        # lacks them (refused in planner._validate), so one key list serves every release
+        # lacks them (refused in planner/validate.py), so one key list serves every release
         keys = ("cache_dtype_str", "topk_buffer_width",
                 "tokens_per_state", "model_version", "cache_role", "is_index_group_leader",
                 "storage_block_size", "block_stride_alignment")
