@@ -18,11 +18,10 @@ import math
 import re
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.budget.hardware import Gpu, gpu_total_memory_bytes, sm_version
 from kvplan.engines.vllm.build.batch import get_batch_defaults
 from kvplan.errors import InputError
+from kvplan.frozen import FrozenStrict
 from kvplan.units import GiB, format_gib, parse_size_bytes
 
 # vLLM's EngineArgs.get_batch_defaults (one copy, in the vLLM engine): (max_num_batched_tokens,
@@ -36,11 +35,7 @@ class BudgetMode(StrEnum):
     ESTIMATED = "estimated"  # total × util − weights − non-torch − activation − CUDA graphs
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class BudgetTerm(_Frozen):
+class BudgetTerm(FrozenStrict):
     """One line of the estimate: signed bytes (+ requested, − deductions) and its provenance."""
 
     name: str
@@ -52,7 +47,7 @@ class BudgetTerm(_Frozen):
         return format_gib(self.num_bytes)
 
 
-class TermComparison(_Frozen):
+class TermComparison(FrozenStrict):
     """One memory term as vLLM's log reports it, beside kvplan's estimate of it."""
 
     name: str
@@ -66,7 +61,7 @@ class TermComparison(_Frozen):
         return self.estimated_bytes - self.logged_bytes
 
 
-class KvBudget(_Frozen):
+class KvBudget(FrozenStrict):
     mode: BudgetMode
     available_kv_bytes_per_gpu: int
     breakdown: tuple[BudgetTerm, ...] = ()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 
 
 class SwBlockRule(StrEnum):
@@ -36,9 +35,7 @@ COMMON_SPEC_TYPES = (
 )
 
 
-class VllmProfile(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class VllmProfile(Frozen):
     version: str
     default_block_size: int  # vLLM: CacheConfig.DEFAULT_BLOCK_SIZE
     sw_block_rule: SwBlockRule
