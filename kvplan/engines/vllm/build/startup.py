@@ -128,7 +128,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         raise StartupError.vllm("NotImplementedError", NO_PIPELINE_PARALLEL,
                                 hint="drop --pipeline-parallel-size")
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
-        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
+        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm, profile=profile)[0]
     if target.is_encoder_decoder:
         mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
     if not chunked and dep.max_num_batched_tokens is None:
