@@ -90,7 +90,7 @@ class VllmProfile(Frozen):
     # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
     # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
     # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
-    # --- the scheduler (kvplan/engine/workload.py) ---
+    # --- the scheduler (kvplan/engines/vllm/workload/) ---
     # Scheduler waiting loop: a request left with 0 tokens by the MTP prefill-lookahead reserve
     # is skipped (skip_request, 0.34) instead of stopping the loop (break, 0.31)
     waiting_zero_tokens_skip: bool = True
