@@ -9,7 +9,8 @@ needs torch and the models' dependencies; a development tool, never run by tests
     /tmp/kvplan-e2e/oracle/.venv-0.34.0/bin/python tools/vllm_non_pp.py [--e2e-dir DIR] [--json]
 
 It applies the e2e harness's own import patches (/work/shared/vllm-e2e/vllm_e2e.py: CUDA
-extension stubs, torchvision ops, Triton driver, the H100 platform), imports every registered
+extension stubs, torchvision ops, Triton driver, the H100 platform; through
+tools/vllm_e2e_forkserver.py's `prepare`), imports every registered
 class as `ModelRegistry` does (`_LazyRegisteredModel.load_model_cls`) and asks vLLM's own
 `vllm.model_executor.models.interfaces.supports_pp`. Output: one line per architecture that is
 not SupportsPP (`Arch  module.Class`), then the ones whose module did not import (a missing
@@ -32,23 +33,6 @@ import sys
 
 # mix-ins of vllm/model_executor/models/interfaces*.py (none of them is SupportsPP)
 _MIXIN_PREFIXES = ("Supports", "Has", "Is", "VllmModel")
-
-
-def prepare(e2e_dir: str) -> None:
-    sys.path.insert(0, e2e_dir)
-    for k, v in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
-                 ("VLLM_TARGET_DEVICE", "cuda"), ("VLLM_LOGGING_LEVEL", "ERROR"),
-                 ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1")):
-        os.environ.setdefault(k, v)
-    import vllm_e2e as h
-
-    h.stub_cuda_extensions()
-    h.patch_torchvision_ops()
-    h.patch_triton_driver()
-    import vllm  # noqa: F401
-
-    h.install_h100_platform()
-    h.patch_torch_cuda()
 
 
 def static_verdict(module_name: str, class_name: str) -> str:
@@ -74,6 +58,10 @@ def main() -> int:
     ap.add_argument("--e2e-dir", default="/work/shared/vllm-e2e")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     a = ap.parse_args()
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from vllm_e2e_forkserver import prepare
+
     prepare(a.e2e_dir)
     logging.disable(logging.WARNING)
     import vllm

@@ -190,13 +190,7 @@ class LazyRunning(BlockCounts):
             q.computed += d
             q.outputs += d
             q.lazy_from = t_end
-            wake = self._next_event(q, t_end)
-            due = self.bucket.get(wake)
-            if due is None:
-                self.bucket[wake] = [q]
-                heappush(self.due_steps, wake)
-            else:
-                due.append(q)
+            self._wake_at(q, self._next_event(q, t_end))
 
     def _quiet_step(self, q: Request, u: int) -> None:
         """Step u of a lazy request, alone: KVCacheManager.allocate_slots of its steady decode
@@ -231,6 +225,10 @@ class LazyRunning(BlockCounts):
         q.lazy = True
         q.lazy_from = t
         self.exact.discard(q)
+        self._wake_at(q, wake)
+
+    def _wake_at(self, q: Request, wake: int) -> None:
+        """Put lazy q in the bucket of step `wake` (its next event)."""
         due = self.bucket.get(wake)
         if due is None:
             self.bucket[wake] = [q]
