@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kvplan"
 # lowest first: a module may import its own stage and the stages listed before it
 STAGES = ("core", "models", "engines", "sources", "budget", "analysis", "pipeline", "api", "output",
           "cli")
-CORE = {"kvplan.errors", "kvplan.units"}
+CORE = {"kvplan.errors", "kvplan.frozen", "kvplan.units"}
 ENTRY = {"kvplan", "kvplan.__main__"}  # the package root re-exports the API lazily
 
 

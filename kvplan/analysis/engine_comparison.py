@@ -5,21 +5,18 @@ the plans do not hold."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan import __version__
 from kvplan.analysis.plan import Plan
 from kvplan.analysis.serving import ServingCheck
+from kvplan.frozen import Frozen
 
 SCHEMA_VERSION = 1
 GIB = 2**30
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class EngineRow(_Frozen):
+class EngineRow(Frozen):
     engine: str
     version: str
     starts: bool = Field(description="the server starts (no start-up error)")
@@ -40,7 +37,7 @@ class EngineRow(_Frozen):
     command: str | None = Field(default=None, description="the command line that starts it")
 
 
-class EngineComparison(_Frozen):
+class EngineComparison(Frozen):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = __version__
     model: str

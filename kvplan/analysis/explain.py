@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.engines.vllm.build import BuildResult, Deployment, build
 from kvplan.engines.vllm.planner import EngineResult, GroupDemand, PlannerInput, plan
 from kvplan.engines.vllm.specs import (
@@ -18,12 +16,9 @@ from kvplan.engines.vllm.specs import (
     UniformTypeKVCacheSpecs,
 )
 from kvplan.errors import KvplanError
+from kvplan.frozen import Frozen
 from kvplan.models.description import ModelDescription
 from kvplan.units import format_gib
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class Cause(Frozen):

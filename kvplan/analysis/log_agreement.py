@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kvplan.frozen import Frozen
 
 # `plan` below is an `analysis.plan.Plan` (which holds these disagreements: not imported here);
 # `log` a `sources.vllm_log.VllmLog` (log parsing loads only on the paths that read a log)
@@ -25,10 +27,8 @@ VllmLog = Any
 LOG_ROUNDING_GIB = 0.005  # format_gib rounds to 2 decimals
 
 
-class LogDisagreement(BaseModel):
+class LogDisagreement(Frozen):
     """One figure of a vLLM log that kvplan's plan does not reproduce."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     figure: str = Field(description="what differs: verdict, attention block size, KV needed, "
                                     "available KV memory, estimated max_model_len, GPU KV cache "

@@ -6,7 +6,7 @@ import re
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan import __version__
 from kvplan.analysis.explain import Explanation
@@ -19,6 +19,7 @@ from kvplan.engines.sglang.result import SglangResult
 from kvplan.engines.vllm.planner import EngineResult
 from kvplan.engines.vllm.serialize import contract_dict
 from kvplan.engines.vllm.specs import AttentionSpec, MambaSpec, UniformTypeKVCacheSpecs, spec_kind
+from kvplan.frozen import Frozen
 from kvplan.units import GiB, format_gib
 
 SCHEMA_VERSION = 1
@@ -44,11 +45,7 @@ class FailureCause(StrEnum):
     CONFIG = "config"  # another configuration vLLM rejects (error_type / error_message say which)
 
 
-class FrozenModel(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class WeightsLimit(FrozenModel):
+class WeightsLimit(Frozen):
     """The weights alone exceed what a GPU can give them: no context length fits (estimate)."""
 
     weight_bytes_per_gpu: int = Field(description="weights on the fullest rank at this TP/PP")
@@ -81,7 +78,7 @@ class WeightsLimit(FrozenModel):
                 f"{self.usable_bytes_per_gpu / GiB:.2f} GiB usable: no max_model_len fits")
 
 
-class GroupRow(FrozenModel):
+class GroupRow(Frozen):
     """One KV cache group, as the demand table shows it."""
 
     group_id: int
@@ -100,7 +97,7 @@ class GroupRow(FrozenModel):
     share_of_total_pct: float
 
 
-class Plan(FrozenModel):
+class Plan(Frozen):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
     engine: Literal["vllm", "sglang"] = Field(

@@ -4,14 +4,13 @@ and warns) — as one engine-agnostic verdict (`ServingCheck`)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan.engines.sglang.result import SglangResult
+from kvplan.frozen import Frozen
 
 
-class ServingCheck(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class ServingCheck(Frozen):
     context_length: int = Field(description="the request length asked about (tokens)")
     concurrency: int = Field(description="the requests of that length asked to run at once")
     kv_tokens: int | None = Field(description="tokens the KV cache holds per replica")

@@ -3,13 +3,13 @@ the models a plan carries in `plan.sglang_log`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kvplan.frozen import Frozen
 
 
-class SglangLogRow(BaseModel):
+class SglangLogRow(Frozen):
     """One number an SGLang start-up log states, beside kvplan's."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str  # SGLang's name (max_total_num_tokens, mem_fraction_static, …)
     logged: float | None
@@ -19,10 +19,8 @@ class SglangLogRow(BaseModel):
     note: str = ""
 
 
-class SglangLogCheck(BaseModel):
+class SglangLogCheck(Frozen):
     """An SGLang log's numbers beside kvplan's, planned from the memory the log states."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     rows: list[SglangLogRow]
     # kvplan's max_total_num_tokens over the rounding of the logged memory (±0.005 GB each),

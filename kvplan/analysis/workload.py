@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan.engines.vllm.planner import EngineResult
 from kvplan.engines.vllm.specs import DemandSettings, UniformTypeKVCacheSpecs
 from kvplan.engines.vllm.workload import SchedulerRules, Workload, WorkloadEstimate
+from kvplan.frozen import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class WorkloadGroupBlocks(_Frozen):
+class WorkloadGroupBlocks(Frozen):
     group_id: int
     kind: str = Field(description="what the group's manager is: full, sliding window W, "
                                   "chunked local C, mamba (align|none), draft, one block per "
@@ -21,7 +18,7 @@ class WorkloadGroupBlocks(_Frozen):
     blocks: int
 
 
-class WorkloadResult(_Frozen):
+class WorkloadResult(Frozen):
     """How many requests of this workload vLLM's scheduler runs at once on the planned cache."""
 
     label: str = Field(description="the workload as given (PROMPT:OUTPUT, or the file)")

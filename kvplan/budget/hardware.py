@@ -18,16 +18,13 @@ import re
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import FrozenStrict
 from kvplan.units import format_gib, parse_size_bytes
 
 
-class Gpu(BaseModel):
+class Gpu(FrozenStrict):
     """One catalogue row. `resolved_from` says how a looked-up name was mapped to this row."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     aliases: tuple[str, ...] = ()

@@ -18,11 +18,11 @@ import math
 import re
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.budget.hardware import Gpu, gpu_total_memory_bytes, sm_version
 from kvplan.engines.vllm.build.batch import get_batch_defaults
+from kvplan.engines.vllm.profiles import PROFILES, VllmProfile
 from kvplan.errors import InputError
+from kvplan.frozen import FrozenStrict
 from kvplan.units import GiB, format_gib, parse_size_bytes
 
 # vLLM's EngineArgs.get_batch_defaults (one copy, in the vLLM engine): (max_num_batched_tokens,
@@ -36,11 +36,7 @@ class BudgetMode(StrEnum):
     ESTIMATED = "estimated"  # total × util − weights − non-torch − activation − CUDA graphs
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class BudgetTerm(_Frozen):
+class BudgetTerm(FrozenStrict):
     """One line of the estimate: signed bytes (+ requested, − deductions) and its provenance."""
 
     name: str
@@ -52,7 +48,7 @@ class BudgetTerm(_Frozen):
         return format_gib(self.num_bytes)
 
 
-class TermComparison(_Frozen):
+class TermComparison(FrozenStrict):
     """One memory term as vLLM's log reports it, beside kvplan's estimate of it."""
 
     name: str
@@ -66,7 +62,7 @@ class TermComparison(_Frozen):
         return self.estimated_bytes - self.logged_bytes
 
 
-class KvBudget(_Frozen):
+class KvBudget(FrozenStrict):
     mode: BudgetMode
     available_kv_bytes_per_gpu: int
     breakdown: tuple[BudgetTerm, ...] = ()
@@ -183,6 +179,15 @@ def _version_tuple(version: str) -> tuple[int, int, int]:
     if not m:
         raise InputError(f"cannot read vLLM version {version!r}", hint="e.g. 0.34.0")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def release_profile(vllm_version: str) -> VllmProfile:
+    """The release profile of `vllm_version`; for a release kvplan does not plan (the budget also
+    reads logs of older ones), the newest profile not after it, else the oldest."""
+    v = _version_tuple(vllm_version)
+    by_version = sorted(PROFILES.values(), key=lambda p: _version_tuple(p.version))
+    before = [p for p in by_version if _version_tuple(p.version) <= v]
+    return before[-1] if before else by_version[0]
 
 
 def default_gpu_memory_utilization(vllm_version: str, *, extensible_kv_cache: bool) -> float:
@@ -357,7 +362,8 @@ def estimate_budget(
     mbt, seqs = max_num_batched_tokens, max_num_seqs
     if mbt is None or seqs is None:
         sm = sm_version(gpu_total_bytes) if isinstance(gpu_total_bytes, Gpu) else None
-        d_mbt, d_seqs = get_batch_defaults(total, gpu_name, sm=sm)
+        d_mbt, d_seqs = get_batch_defaults(total, gpu_name, sm=sm,
+                                           profile=release_profile(vllm_version))
         mbt = mbt or d_mbt
         seqs = seqs or d_seqs
         warnings.append(f"max_num_batched_tokens={mbt}, max_num_seqs={seqs}: vLLM's `vllm serve` "

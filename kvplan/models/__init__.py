@@ -22,7 +22,7 @@ from importlib import import_module
 from typing import Any, NamedTuple
 
 from kvplan.errors import ConfigError, KvplanError, UnsupportedError
-from kvplan.models._common import SPECS_HINT, Cfg, architectures, text_cfg
+from kvplan.models._common import SPECS_HINT, Cfg, architectures, text_cfg, without_pipeline_parallel
 from kvplan.models.description import ModelDescription
 
 __all__ = ["describe_draft", "describe_model", "mtp_draft", "supported_architectures"]
@@ -324,9 +324,25 @@ def _pick(top: Cfg) -> _Adapter:
     return _describe_through_transformers
 
 
+# vLLM 0.34: the classes of these architectures, which no fast adapter covers, are not SupportsPP
+# (tools/vllm_non_pp.py; FunASR's by its class statement, its module needs torchaudio)
+_GENERIC_NOT_SUPPORTS_PP = frozenset({
+    "DiffusionGemmaForBlockDiffusion", "DomynEdgeForCausalLM", "DoryForCausalLM",
+    "FireRedASR2ForConditionalGeneration", "FunASRForConditionalGeneration",
+    "GPT2ForSequenceClassification", "HrmTextForCausalLM", "IQuestLoopCoderForCausalLM",
+    "Idefics3ForConditionalGeneration", "MistralLarge4ForCausalLM",
+    "PaddleOCRVLForConditionalGeneration", "Phi4MMForCausalLM", "RadioMBartPrefixForCausalLM",
+    "SmolVLMForConditionalGeneration"})
+
+
 def _describe_through_transformers(top: Cfg, quant: dict[str, Any] | None) -> ModelDescription:
     """Every config the fast adapters do not cover: transformers resolves it (lazily imported).
     A type transformers has no class for still reaches a fast adapter by its text model_type."""
+    return without_pipeline_parallel(_through_transformers(top, quant), top,
+                                     _GENERIC_NOT_SUPPORTS_PP)
+
+
+def _through_transformers(top: Cfg, quant: dict[str, Any] | None) -> ModelDescription:
     from kvplan.models.resolution.resolve import has_config_class
     from kvplan.models.resolution.resolved import describe_resolved, encoder_cache_note
     model_type = top.get("model_type")

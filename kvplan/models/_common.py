@@ -421,6 +421,18 @@ def finish(top: Cfg, text: Cfg, *, family: str, layers: Iterable[LayerDescriptio
     )
 
 
+def without_pipeline_parallel(desc: ModelDescription, top: Cfg,
+                              archs: Iterable[str] | None = None) -> ModelDescription:
+    """`desc` with supports_pipeline_parallel False: its vLLM model class is not SupportsPP, so
+    ModelConfig.verify_with_parallel_config refuses --pipeline-parallel-size > 1
+    (tools/vllm_non_pp.py lists those classes). With `archs`, only when the config's
+    architecture (the first listed) is one of them; the adapter's other classes are SupportsPP."""
+    first = architectures(top)[:1]
+    if archs is not None and not (first and first[0] in set(archs)):
+        return desc
+    return desc.model_copy(update={"supports_pipeline_parallel": False})
+
+
 def unsupported_layer_type(cfg: Cfg, key: str, value: Any, family: str) -> UnsupportedError:
     return UnsupportedError(
         f"{cfg.source}: {family}: layer type {value!r} in '{cfg.field(key)}' is not one kvplan "

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+from kvplan.frozen import FrozenStrict
 
 
 class LayerKind(StrEnum):
@@ -61,14 +59,14 @@ class LayerKind(StrEnum):
         return not self.is_state and self is not LayerKind.NO_KV
 
 
-class Mamba1Dims(Frozen):
+class Mamba1Dims(FrozenStrict):
     """transformers MambaConfig/JambaConfig fields: conv (K-1, I), ssm (I, N)."""
     intermediate_size: PositiveInt
     state_size: PositiveInt
     conv_kernel: PositiveInt
 
 
-class Mamba2Dims(Frozen):
+class Mamba2Dims(FrozenStrict):
     """Mamba2Config / NemotronH / FalconH1 / GraniteMoeHybrid fields."""
     intermediate_size: int  # = num_heads * head_dim
     state_size: PositiveInt
@@ -78,7 +76,7 @@ class Mamba2Dims(Frozen):
     head_dim: PositiveInt
 
 
-class GdnDims(Frozen):
+class GdnDims(FrozenStrict):
     """Qwen3-Next / Qwen3.5 gated delta net: linear_* fields."""
     num_k_heads: PositiveInt
     num_v_heads: PositiveInt
@@ -87,13 +85,13 @@ class GdnDims(Frozen):
     conv_kernel: PositiveInt
 
 
-class ShortConvDims(Frozen):
+class ShortConvDims(FrozenStrict):
     """LFM2 short conv: conv (L_cache - 1, hidden_size)."""
     conv_dim: PositiveInt
     l_cache: PositiveInt
 
 
-class CcaDims(Frozen):
+class CcaDims(FrozenStrict):
     """ZAYA1 CCA: q/k conv history ((q + kv heads) * head_dim, cca_time0 + cca_time1 - 2) and the
     delayed value (kv heads * head_dim // 2)."""
     num_heads: PositiveInt
@@ -102,13 +100,13 @@ class CcaDims(Frozen):
     history: NonNegativeInt
 
 
-class LinearAttentionDims(Frozen):
+class LinearAttentionDims(FrozenStrict):
     """Lightning / linear attention (Bailing V2.5): state (heads, head_dim, head_dim)."""
     num_heads: PositiveInt
     head_dim: PositiveInt
 
 
-class LayerDescription(Frozen):
+class LayerDescription(FrozenStrict):
     """One layer that may own KV cache (or state), with totals before any parallelism."""
     index: int
     name: str  # the attention/mixer module name vLLM registers, e.g. model.layers.3.self_attn.attn
@@ -142,7 +140,7 @@ class LayerDescription(Frozen):
     has_sinks: bool = False
 
 
-class QuantizationInfo(Frozen):
+class QuantizationInfo(FrozenStrict):
     """What the checkpoint declares about quantization (config.json / hf_quant_config.json)."""
     method: str | None = None  # fp8, modelopt, modelopt_fp4, compressed-tensors, awq, gptq, mxfp4...
     weight_format: str | None = None  # e.g. FP8, NVFP4, MXFP4, int4
@@ -154,7 +152,7 @@ class QuantizationInfo(Frozen):
     kv_cache_quant_algo: str | None = None
 
 
-class RopeScaling(Frozen):
+class RopeScaling(FrozenStrict):
     """One RoPE parameter set of the text config (`rope_parameters`, or legacy `rope_scaling`;
     one per layer type when nested). Only what vLLM's max-length rule reads."""
     rope_type: str = "default"  # legacy `type` read as rope_type; su → longrope, mrope → default
@@ -164,14 +162,14 @@ class RopeScaling(Frozen):
     original_max_position_embeddings: int | None = None
 
 
-class VisionTowerDims(Frozen):
+class VisionTowerDims(FrozenStrict):
     """The config's `vision_config`, as SGLang's VLM memory heuristic reads it
     (memory_hook.adjust_mem_fraction_for_vlm); None: the key is absent."""
     num_hidden_layers: int | None = None
     hidden_size: int | None = None
 
 
-class AttentionConstraint(Frozen):
+class AttentionConstraint(FrozenStrict):
     """What a model's attention code asserts at start-up (e.g. Flint: FlashInfer, bfloat16 only);
     `name` is the model as vLLM's assertion names it."""
     name: str
@@ -180,7 +178,7 @@ class AttentionConstraint(Frozen):
     kv_cache_dtypes: tuple[str, ...]  # the --kv-cache-dtype values it accepts
 
 
-class SentenceTransformersPooling(Frozen):
+class SentenceTransformersPooling(FrozenStrict):
     """The model folder's sentence-transformers files, as vLLM reads them (transformers_utils/
     config.py get_pooling_config): a modules.json naming a Pooling module, and the pooling types
     that module's config.json sets (None: it sets none, the class default applies)."""
@@ -196,7 +194,7 @@ NO_PIPELINE_PARALLEL = ("Pipeline parallelism is not supported for this model. S
                         "implement the `SupportsPP` interface.")
 
 
-class ModelDescription(Frozen):
+class ModelDescription(FrozenStrict):
     """Architecture facts for one model (the target, or a draft head)."""
     source: str  # hub id / path as given
     model_type: str

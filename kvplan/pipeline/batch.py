@@ -7,12 +7,13 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan import __version__
 from kvplan.analysis.plan import Plan
 from kvplan.engines.vllm.build import Deployment
 from kvplan.errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError, KvplanError
+from kvplan.frozen import Frozen
 from kvplan.pipeline.deploy import Request, evaluate_plan
 from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, read_tokens
 
@@ -28,9 +29,7 @@ ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_p
            "dcp": "decode_context_parallel_size"}
 
 
-class BatchEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class BatchEntry(Frozen):
     name: str
     fits: bool | None = Field(description="None: the entry could not be planned (error, hint)")
     plan: Plan | None = Field(default=None, description="also for a deployment vLLM refuses at "
@@ -41,9 +40,7 @@ class BatchEntry(BaseModel):
                            "entry: 0 fits, 1 does not fit (or refused), 2 bad entry")
 
 
-class Batch(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class Batch(Frozen):
     schema_version: int = 1
     kvplan_version: str = __version__
     entries: list[BatchEntry]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan.analysis.plan import Plan, WeightsLimit, build_plan, refused_plan
 from kvplan.analysis.weights_limit import BudgetAt, weights_limit
@@ -27,6 +27,7 @@ from kvplan.budget.kv_memory import (
 from kvplan.engines.vllm.build import BuildResult, build
 from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, StartupError, UnsupportedError
+from kvplan.frozen import Frozen
 from kvplan.pipeline.request import Request, Resolved, catalogue_gpu, resolve, text_config
 from kvplan.units import GiB
 
@@ -457,10 +458,8 @@ def _budget_label(b: KvBudget) -> str:
             BudgetMode.ESTIMATED: "estimated"}.get(b.mode, str(b.mode))
 
 
-class LayerRow(BaseModel):
+class LayerRow(Frozen):
     """One layer as kvplan understood it (`kvplan layers`)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     index: int
     name: str

@@ -6,18 +6,15 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kvplan import __version__
+from kvplan.frozen import Frozen
 
 SCHEMA_VERSION = 1
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class FitTarget(_Frozen):
+class FitTarget(Frozen):
     model: str
     draft: str | None = None
     max_model_len: int
@@ -40,7 +37,7 @@ class FitTarget(_Frozen):
                                   "that vLLM's scheduler runs at once without preemption")
 
 
-class FitCandidate(_Frozen):
+class FitCandidate(Frozen):
     engine: Literal["vllm", "sglang"] = Field(default="vllm", description="the server")
     gpu: str
     num_gpus: int
@@ -80,7 +77,7 @@ class FitCandidate(_Frozen):
                                           "on this GPU); folded into this row")
 
 
-class FitMiss(_Frozen):
+class FitMiss(Frozen):
     engine: Literal["vllm", "sglang"] = "vllm"
     gpu: str
     tensor_parallel_size: int
@@ -101,7 +98,7 @@ class FitMiss(_Frozen):
         default_factory=list, description="other --kv-cache-dtype values that missed the same way")
 
 
-class FitSkip(_Frozen):
+class FitSkip(Frozen):
     engine: Literal["vllm", "sglang"] = "vllm"
     gpu: str
     kv_cache_dtype: str | None = Field(default=None,
@@ -114,7 +111,7 @@ class FitSkip(_Frozen):
     reason: str
 
 
-class FitResult(_Frozen):
+class FitResult(Frozen):
     schema_version: int = SCHEMA_VERSION
     kvplan_version: str = Field(default=__version__, description="the kvplan release that planned")
     target: FitTarget

@@ -5,28 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan import __version__
 from kvplan.engines.vllm.planner import plan_lengths
 from kvplan.errors import InputError, KvplanError
+from kvplan.frozen import Frozen
 from kvplan.models.resolution.max_len import derived_max_model_len
 from kvplan.pipeline.deploy import Request, evaluate, resolve
 from kvplan.units import read_tokens
 
 
-class SweepPoint(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class SweepPoint(Frozen):
     max_model_len: int
     fits: bool
     needed_bytes: int
     max_concurrency: float
 
 
-class SweepRow(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class SweepRow(Frozen):
     engine: str = "vllm"  # the server planned: vllm | sglang
     gpu: str
     kv_cache_dtype: str
@@ -38,19 +33,15 @@ class SweepRow(BaseModel):
     warnings: list[str] = []
 
 
-class SweepWarning(BaseModel):
+class SweepWarning(Frozen):
     """One warning, said once, with the rows (GPU · KV dtype) it applies to."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     text: str
     applies_to: list[str]
     every_row: bool
 
 
-class Sweep(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class Sweep(Frozen):
     schema_version: int = 1
     kvplan_version: str = __version__
     model: str

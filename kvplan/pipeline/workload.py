@@ -29,15 +29,18 @@ def workload_results(result: EngineResult, inp: PlannerInput, workloads: Sequenc
 
 
 def default_max_num_seqs(ev: Evaluation, req: Request) -> int:
-    """--max-num-seqs, else vLLM's default for the GPU (EngineArgs.get_batch_defaults)."""
-    from kvplan.budget.kv_memory import default_batch_limits
+    """--max-num-seqs, else vLLM's default for the GPU and release (EngineArgs.get_batch_defaults:
+    total memory, device name, compute capability)."""
+    from kvplan.engines.vllm.build.batch import get_batch_defaults
+    from kvplan.engines.vllm.profiles import get_profile
     from kvplan.pipeline.request import catalogue_gpu as _gpu
 
     if req.deployment.max_num_seqs is not None:
         return req.deployment.max_num_seqs
-    gpu, _, _ = _gpu(req)
+    gpu, sm, _ = _gpu(req)
     total = req.gpu_memory_bytes or (gpu.total_memory_bytes if gpu is not None else 0) or 0
-    return default_batch_limits(total, gpu.name if gpu is not None else None)[1]
+    return get_batch_defaults(total, gpu.name if gpu is not None else None, sm=sm,
+                              profile=get_profile(req.deployment.vllm_version))[1]
 
 
 def for_evaluation(ev: Evaluation, req: Request, workloads: Sequence[Workload]

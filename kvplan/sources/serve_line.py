@@ -29,9 +29,8 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 from kvplan.sources.serve_options import (
     FLAGS,
     GLUED_SHORT,
@@ -55,7 +54,7 @@ from kvplan.units import human_readable_int
 __all__ = ["ServeCommand", "parse_serve_command", "KV_RELEVANT", "known_flags", "closest_flag"]
 
 
-class ServeCommand(BaseModel):
+class ServeCommand(Frozen):
     """One parsed `vllm serve` invocation.
 
     `options` holds only the flags that can change KV-cache sizing, keyed by vLLM's argparse
@@ -64,8 +63,6 @@ class ServeCommand(BaseModel):
     given (`--port`, `--host` ...), `unknown` the flags vLLM 0.34.0 does not have (vLLM itself
     would exit with "unrecognized arguments"), `notes` anything else worth telling the user.
     """
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     options: dict[str, Any]

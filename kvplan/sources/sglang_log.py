@@ -28,9 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 from kvplan.sources.pyrepr import parse_kv_list, unbalanced
 
 _PREFIX = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
@@ -52,11 +51,9 @@ _ERROR = re.compile(r"\b(RuntimeError|ValueError|torch\.OutOfMemoryError|"
 _SERVER_ARGS = "server_args=ServerArgs("
 
 
-class SglangLog(BaseModel):
+class SglangLog(Frozen):
     """What an SGLang start-up log states (None: not in the log). Memory in GiB, as SGLang's
     "GB" is (`get_available_gpu_memory` divides by 2**30)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str | None = None  # server_args' model_path
     server_args: dict[str, Any] = {}

@@ -26,9 +26,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 from kvplan.sources.serve_shell import (
     leading_assignments,
     prefix_env,
@@ -65,7 +64,7 @@ NOT_MODELLED = frozenset({
     "ep_size", "expert_parallel_size", "json_model_override_args_draft"})
 
 
-class SglangServeCommand(BaseModel):
+class SglangServeCommand(Frozen):
     """One parsed SGLang launch line.
 
     `options` holds the flags that size the KV pools and that kvplan models, keyed by SGLang's
@@ -74,8 +73,6 @@ class SglangServeCommand(BaseModel):
     change SGLang's sizing but that kvplan does not model, `ignored` the other SGLang flags
     (`--port`, `--host` ...), `unknown` the words SGLang 0.5.23 would reject.
     """
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: str
     entry: str  # "python -m sglang.launch_server" | "sglang serve"

@@ -18,9 +18,8 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 from kvplan.sources.pyrepr import parse_dict_repr, parse_kv_list, split_top, unbalanced
 from kvplan.sources.vllm_log_wordings import (
     ANSI,
@@ -58,11 +57,7 @@ from kvplan.sources.vllm_log_wordings import (
 __all__ = ["CapacityError", "CudaGraphProfile", "MemorySummary", "PaddingLayers", "VllmLog", "parse_vllm_log"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class LoggedMemory(_Frozen):
+class LoggedMemory(Frozen):
     """What a vLLM start-up log says about one worker's memory, GiB as logged (2 decimals).
     `consumed_gib` is the 0.2x+ wording (weights + non-torch); older logs split the two."""
 
@@ -77,7 +72,7 @@ class LoggedMemory(_Frozen):
     available_kv_gib: float | None = None
 
 
-class CapacityError(_Frozen):
+class CapacityError(Frozen):
     """The KV-cache startup failure (v1/core/kv_cache_planning.py:99 `_check_enough_kv_cache_memory`,
     :1433 auto-fit). `kind`: "max_seq_len" (To serve at least one request ...), "no_memory"
     (No available memory for the cache blocks ...), "auto_fit" (Cannot auto-fit max_model_len ...),
@@ -93,14 +88,14 @@ class CapacityError(_Frozen):
     kv_cache_tokens: int | None = None  # "max_seq_len_tokens" (V0 wording): the cache's capacity
 
 
-class PaddingLayers(_Frozen):
+class PaddingLayers(Frozen):
     """`Add N padding layers, may waste at most P% KV cache memory` (kv_cache_planning.py:583)."""
 
     count: int
     waste_pct: float
 
 
-class CudaGraphProfile(_Frozen):
+class CudaGraphProfile(Frozen):
     """gpu_worker.py:809: `The current --gpu-memory-utilization=A is equivalent to
     --gpu-memory-utilization=B without CUDA graph memory profiling ... increase ... to C`."""
 
@@ -109,7 +104,7 @@ class CudaGraphProfile(_Frozen):
     suggested_utilization: float
 
 
-class MemorySummary(_Frozen):
+class MemorySummary(Frozen):
     """gpu_worker.py:1175 `Free memory on device (F/T GiB) on startup. Desired GPU memory
     utilization is (U, R GiB). Actual usage is W GiB for consumed memory (weights + non-torch), A GiB
     for peak activation, and G GiB for CUDAGraph memory. Replace gpu_memory_utilization config with
@@ -129,7 +124,7 @@ class MemorySummary(_Frozen):
     kv_cache_in_use_gib: float | None
 
 
-class VllmLog(_Frozen):
+class VllmLog(Frozen):
     """What a vLLM startup log says about the deployment and its KV cache.
 
     Lists hold one entry per matching line in log order (one per worker for the per-worker lines:

@@ -298,3 +298,48 @@ def test_one_batch_defaults_rule_for_the_build_and_the_budget():
     assert get_batch_defaults(121 * 2**30, "anything", sm=121, usage="llm") == (8192, 256)
     assert get_batch_defaults(121 * 2**30, "NVIDIA GB10", sm=None) == (8192, 1024)
     assert get_batch_defaults(None) == (2048, 256)  # unknown device: vLLM's except branch
+
+
+# vLLM's EngineArgs.get_batch_defaults, per release (engine/arg_utils.py): the GB10 (DGX Spark,
+# compute capability 12.1, 121.69 GiB) is kept on the small tier by is_device_capability((12, 1))
+# from 0.33; 0.31 and 0.32 have no such test, so its memory puts it on the ≥ 70 GiB tier
+GB10_BATCH_DEFAULTS = {"0.31.0": (8192, 1024), "0.32.0": (8192, 1024), "0.33.0": (2048, 256),
+                       "0.34.0": (2048, 256)}
+
+
+@pytest.mark.parametrize("version", sorted(GB10_BATCH_DEFAULTS))
+def test_gb10_batch_defaults_per_release(version):
+    from kvplan.budget.hardware import sm_version
+    from kvplan.engines.vllm.build import get_batch_defaults
+    from kvplan.engines.vllm.profiles import get_profile
+
+    gb10 = lookup_gpu("gb10")
+    profile = get_profile(version)
+    assert get_batch_defaults(gb10.total_memory_bytes, gb10.name, sm=sm_version(gb10),
+                              profile=profile) == GB10_BATCH_DEFAULTS[version]
+    # the A100 exception (by device name) is in every release; an H100 is on the large tier
+    assert get_batch_defaults(85_899_345_920, "NVIDIA A100 SXM 80GB", sm=80,
+                              profile=profile) == (2048, 256)
+    assert get_batch_defaults(85_045_477_376, "NVIDIA H100 SXM 80GB", sm=90,
+                              profile=profile) == (8192, 1024)
+    # the estimated budget says the defaults it assumed, for the release asked
+    b = estimate_budget(gb10, None, 10 * GiB, vllm_version=version, **LLAMA_8B)
+    mbt, seqs = GB10_BATCH_DEFAULTS[version]
+    assert f"max_num_batched_tokens={mbt}, max_num_seqs={seqs}" in " ".join(b.warnings)
+
+
+@pytest.mark.parametrize("version", sorted(GB10_BATCH_DEFAULTS))
+def test_gb10_batch_defaults_reach_the_plan(version):
+    import kvplan
+
+    llama = str(ROOT / "tests" / "data" / "hf-configs" / "meta-llama--Llama-3.1-8B")
+    p = kvplan.check(llama, gpu="gb10", vllm=version, max_model_len=8192,
+                     kv_cache_memory="20GiB")
+    assert p.max_num_batched_tokens == GB10_BATCH_DEFAULTS[version][0]
+
+
+def test_a_release_kvplan_does_not_plan_reads_the_nearest_profile():
+    assert B.release_profile("0.19.0").version == "0.31.0"  # older: the oldest profile
+    assert B.release_profile("0.32.1").version == "0.32.0"
+    assert B.release_profile("0.33").version == "0.33.0"
+    assert B.release_profile("0.35.2").version == "0.34.0"  # newer: the newest

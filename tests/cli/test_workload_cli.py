@@ -120,14 +120,17 @@ def test_async_and_chunked_prefill_flags_reach_the_plan() -> None:
 
 
 def test_a_prompt_that_never_fits_a_step_is_an_error() -> None:
+    from dataclasses import replace
+
     from kvplan.engines.vllm import workload as W
+    from kvplan.errors import UnsupportedError
     from tests.engines.vllm.test_workload import _full_rules
 
     rules, groups = _full_rules(9000, mnbt=4096)
-    rules = W.replace(rules, enable_chunked_prefill=False)
+    rules = replace(rules, enable_chunked_prefill=False)
     with pytest.raises(InputError, match="never fits one step"):
         W.estimate(rules, groups, W.Workload.of(6000, 100))
-    with pytest.raises(W.UnsupportedError, match="no progress"):
+    with pytest.raises(UnsupportedError, match="no progress"):
         W.simulate(rules, groups, W.Workload.of(6000, 100), 3)
 
 

@@ -9,10 +9,9 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.engines.vllm.parallel import pp_partitions
 from kvplan.errors import ConfigError
+from kvplan.frozen import FrozenStrict
 from kvplan.units import cdiv, round_up
 
 # vLLM: model_executor/layers/vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
@@ -34,11 +33,7 @@ class Placement(StrEnum):
     EXTRA = "extra"  # in the checkpoint, not loaded for the target (MTP modules)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class WeightGroup(_Frozen):
+class WeightGroup(FrozenStrict):
     """Bytes that share a placement, a layer and a sharding rule."""
 
     placement: Placement
@@ -49,7 +44,7 @@ class WeightGroup(_Frozen):
     vocab_rows: int | None = None  # VOCAB only: rows of the tensor as stored (before padding)
 
 
-class WeightBytes(_Frozen):
+class WeightBytes(FrozenStrict):
     total_bytes: int  # every tensor counted (incl. EXTRA)
     bytes_by_dtype: dict[str, int]
     groups: tuple[WeightGroup, ...]

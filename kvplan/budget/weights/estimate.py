@@ -14,17 +14,17 @@ from kvplan.budget.weights.core import (
     ShardKind,
     WeightBytes,
     WeightGroup,
-    _Frozen,
     classify_tensor,
 )
 from kvplan.budget.weights.inventories import config_virtual_tensors
 from kvplan.budget.weights.schemes import quant_plan, scheme_for, tensor_pieces
+from kvplan.frozen import FrozenStrict
 from kvplan.units import dtype_size_bytes
 
 __all__ = ["ParamCounts", "count_parameters", "weight_bytes_from_config"]
 
 
-class ParamCounts(_Frozen):
+class ParamCounts(FrozenStrict):
     total: int  # parameters the target loads
     embedding: int
     lm_head: int

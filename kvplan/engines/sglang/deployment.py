@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import Field, PositiveInt, field_validator
+
+from kvplan.frozen import FrozenStrict
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class SglangDeployment(Frozen):
+class SglangDeployment(FrozenStrict):
     """`python -m sglang.launch_server` flags (SGLang 0.5.23 names; None = SGLang's default)."""
 
     sglang_version: str | None = None  # the release profile; None = the newest modelled
@@ -63,14 +61,14 @@ class Platform(StrEnum):
         return int(self.value[2:]) // 10
 
 
-class SglangGpu(Frozen):
+class SglangGpu(FrozenStrict):
     """The GPU as SGLang sees it: nvidia-smi's memory.total (utils.get_device_memory_capacity)."""
 
     total_memory_mib: float = Field(gt=0)
     platform: Platform = Platform.SM90
 
 
-class ProfiledMemory(Frozen):
+class ProfiledMemory(FrozenStrict):
     """The free-memory profile (kv_cache_configurator._profile_available_bytes), in GiB as SGLang
     reports them (get_available_gpu_memory): before the weights load and after, per PP stage."""
 
@@ -79,7 +77,7 @@ class ProfiledMemory(Frozen):
     available_gib: tuple[float, ...]
 
 
-class KvBudget(Frozen):
+class KvBudget(FrozenStrict):
     """A KV budget in bytes handed straight to config_from_budget (no profile, no slack); for a
     Mamba / linear-attention hybrid it is the state pool's and the KV pool's share together.
     One value, or one per PP stage."""

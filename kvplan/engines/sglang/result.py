@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kvplan.frozen import FrozenStrict
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class SglangError(Frozen):
+class SglangError(FrozenStrict):
     """An error SGLang raises at start-up, word for word (it exits; kvplan: does not fit)."""
 
     type: str  # the Python exception class SGLang raises (ValueError, RuntimeError)
@@ -18,7 +16,7 @@ class SglangError(Frozen):
     # attention_kernel (after the pools are sized: the kernels cannot compile for the KV dtype)
 
 
-class PoolRow(Frozen):
+class PoolRow(FrozenStrict):
     """One pool of the KV cache (per GPU): what one token or one request costs, how many."""
 
     pool: str  # kv | full | swa | mamba | indexer | draft | c4 | c128 | c4_state | c128_state
@@ -30,7 +28,7 @@ class PoolRow(Frozen):
     note: str = ""
 
 
-class SglangResolved(Frozen):
+class SglangResolved(FrozenStrict):
     """The server arguments SGLang resolves before it sizes the pools (ServerArgs.resolve_once)."""
 
     gpu_total_memory_mib: float
@@ -59,7 +57,7 @@ class SglangResolved(Frozen):
     speculative_num_draft_tokens: int | None
 
 
-class SglangStage(Frozen):
+class SglangStage(FrozenStrict):
     """One pipeline stage's pools (PP > 1 gives one per stage; all stages agree on the tokens)."""
 
     pp_rank: int
@@ -70,7 +68,7 @@ class SglangStage(Frozen):
     max_total_num_tokens: int | None = None
 
 
-class SglangResult(Frozen):
+class SglangResult(FrozenStrict):
     """SGLang's KV pool sizing for one deployment (per GPU; SGLang's names)."""
 
     sglang_version: str

@@ -83,11 +83,16 @@ def check_kv_heads_tp(total_kv_heads: int, tp: int) -> None:
         divide(total_kv_heads, tp, what=f"KV heads ({total_kv_heads}) by TP size ({tp})")
 
 
-def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
+def kv_heads_per_rank(total_kv_heads: int, tp: int, *, layer: str | None = None) -> int:
     """vLLM: ModelConfig.get_num_kv_heads — max(1, total // tp), replicated when tp > heads.
 
-    Also applies the divisibility rule of QKVParallelLinear (`check_kv_heads_tp`).
+    Also applies the divisibility rule of QKVParallelLinear (`check_kv_heads_tp`); the build
+    names the `layer` whose heads do not split.
     """
+    if layer is not None and total_kv_heads % tp and tp % total_kv_heads:
+        raise InputError(f"{layer}: {total_kv_heads} KV heads cannot be split over tensor parallel "
+                         f"size {tp}",
+                         hint="pick a TP size that divides the KV heads (or a multiple of them)")
     check_kv_heads_tp(total_kv_heads, tp)
     return max(1, total_kv_heads // tp)
 

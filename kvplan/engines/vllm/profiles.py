@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-
 from kvplan.errors import InputError
+from kvplan.frozen import Frozen
 
 
 class SwBlockRule(StrEnum):
@@ -36,9 +35,7 @@ COMMON_SPEC_TYPES = (
 )
 
 
-class VllmProfile(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
+class VllmProfile(Frozen):
     version: str
     default_block_size: int  # vLLM: CacheConfig.DEFAULT_BLOCK_SIZE
     sw_block_rule: SwBlockRule
@@ -86,10 +83,14 @@ class VllmProfile(BaseModel):
     block_table_token_alignment: bool = True
     # Glm5NextModelConfig.verify_and_update_config: KV 'auto' → fp8 on SM10x (0.33+)
     glm5_next_sm100_fp8_kv: bool = True
+    # EngineArgs.get_batch_defaults: the compute capabilities kept on the small tier despite
+    # ≥ 70 GiB — the GB10 (DGX Spark, is_device_capability((12, 1))) from 0.33; 0.31/0.32 tell
+    # devices apart by memory and the "a100" name only
+    batch_defaults_small_tier_sms: frozenset[int] = frozenset({121})
     # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
     # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
     # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
-    # --- the scheduler (kvplan/engine/workload.py) ---
+    # --- the scheduler (kvplan/engines/vllm/workload/) ---
     # Scheduler waiting loop: a request left with 0 tokens by the MTP prefill-lookahead reserve
     # is skipped (skip_request, 0.34) instead of stopping the loop (break, 0.31)
     waiting_zero_tokens_skip: bool = True
@@ -139,7 +140,7 @@ PROFILES: dict[str, VllmProfile] = {
                     dcp_layout_skips_self_addressed=False, hisparse_hot_stride_lcm=False,
                     swa_mla_merge_checks_quant_alignment=False, pool_probe_needs_layer_views=False,
                     glm5_next_grouping=True, block_table_token_alignment=False,
-                    glm5_next_sm100_fp8_kv=False,
+                    glm5_next_sm100_fp8_kv=False, batch_defaults_small_tier_sms=frozenset(),
                     nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
                     waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
                     dflash_adds_draft_slots=True, lookahead_block_hashes=False,
@@ -157,7 +158,7 @@ PROFILES: dict[str, VllmProfile] = {
                     swa_mla_fields=frozenset(),
                     hisparse_hot_stride_lcm=False, swa_mla_merge_checks_quant_alignment=False,
                     pool_probe_needs_layer_views=False, block_table_token_alignment=False,
-                    glm5_next_sm100_fp8_kv=False,
+                    glm5_next_sm100_fp8_kv=False, batch_defaults_small_tier_sms=frozenset(),
                     nemotron_ssm_hook_archs=_NEMOTRON_SSM_HOOK_BEFORE_034,
                     waiting_zero_tokens_skip=False, sync_spec_skips_unused_drafts=False,
                     dflash_adds_draft_slots=True, lookahead_block_hashes=False,

@@ -17,6 +17,7 @@ from kvplan.models._common import (
     num_layers_of,
     text_cfg,
     unsupported_layer_type,
+    without_pipeline_parallel,
 )
 from kvplan.models.description import LayerDescription, ModelDescription
 from kvplan.models.quant import quantization_info
@@ -68,9 +69,12 @@ def describe_gemma2_3(top: Cfg, hf_quant_config: dict | None, *, family: str) ->
     for i, t in enumerate(types):
         window = sw if t == "sliding_attention" else None
         layers.append(attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=window))
-    return finish(top, text, family=family, layers=layers,
+    desc = finish(top, text, family=family, layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   model_sliding_window=model_level_window(sw, types))
+    # vLLM 0.31–0.34: gemma3.py Gemma3Model (Gemma3TextModel, the embedding model) is not
+    # SupportsPP; Gemma3ForCausalLM and Gemma3ForConditionalGeneration are
+    return without_pipeline_parallel(desc, top, ("Gemma3TextModel",))
 
 
 def describe_gemma4(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
@@ -150,4 +154,8 @@ def describe_gemma3n(top: Cfg, hf_quant_config: dict | None) -> ModelDescription
                   quantization=quantization_info(top, text, hf_quant_config),
                   model_sliding_window=model_level_window(sw, types))
     note = encoder_cache_note(architectures(top))
-    return desc if note is None else desc.model_copy(update={"warnings": desc.warnings + (note,)})
+    if note is not None:
+        desc = desc.model_copy(update={"warnings": desc.warnings + (note,)})
+    # vLLM 0.31–0.34: gemma3n.py Gemma3nForCausalLM and gemma3n_mm.py
+    # Gemma3nForConditionalGeneration are not SupportsPP
+    return without_pipeline_parallel(desc, top)

@@ -16,6 +16,7 @@ from kvplan.models._common import (
     positive_window,
     text_cfg,
     unsupported_layer_type,
+    without_pipeline_parallel,
 )
 from kvplan.models.description import LayerDescription, LayerKind, Mamba1Dims, Mamba2Dims, ModelDescription
 from kvplan.models.quant import quantization_info
@@ -82,8 +83,9 @@ def describe_mamba2(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
     layers = [_mamba2(i, f"backbone.layers.{i}.mixer", dims) for i in range(n)]
     desc = finish(top, text, family="mamba2", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config))
-    # Mamba2ForCausalLM is IsAttentionFree and not SupportsPP (0.31–0.34)
-    return desc.model_copy(update={"attention_free": True, "supports_pipeline_parallel": False})
+    # Mamba2ForCausalLM is IsAttentionFree; vLLM 0.31–0.34: mamba2.py Mamba2ForCausalLM is not
+    # SupportsPP (mamba.py MambaForCausalLM, also FalconMamba's class, is)
+    return without_pipeline_parallel(desc.model_copy(update={"attention_free": True}), top)
 
 
 # --- Jamba --------------------------------------------------------------------------------
@@ -120,6 +122,8 @@ def describe_jamba(top: Cfg, hf_quant_config: dict | None) -> ModelDescription:
 
 # --- Nemotron-H -----------------------------------------------------------------------------
 
+_NEMOTRON_H_VL_WRAPPERS = ("NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
+                           "NemotronH_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3")
 _NEMOTRON_CHARS = {"linear_attention": "M", "mamba": "M", "full_attention": "*",
                    "attention": "*", "mlp": "-", "moe": "E"}
 
@@ -211,9 +215,13 @@ def describe_nemotron_h(top: Cfg, hf_quant_config: dict | None) -> ModelDescript
         text.warn(f"num_nextn_predict_layers={n_mtp}: vLLM's Nemotron-H MTP supports one module")
     # vLLM: models/config.py NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype
     ssm_dtype = str(text.get("mamba_ssm_cache_dtype", "float32"))
-    return finish(top, text, family="nemotron_h", layers=layers,
+    desc = finish(top, text, family="nemotron_h", layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   mamba_ssm_dtype=ssm_dtype, num_nextn_predict_layers=n_mtp, mtp_layers=mtp)
+    # vLLM 0.31–0.34: nano_nemotron_vl.py NemotronH_Nano_VL_V2 (the class of the four VL / Omni
+    # wrappers) is not SupportsPP; NemotronHForCausalLM (also the Puzzle's class) and
+    # Nemotron3_5TranscribeForConditionalGeneration are
+    return without_pipeline_parallel(desc, top, _NEMOTRON_H_VL_WRAPPERS)
 
 
 # --- Falcon-H1 ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from kvplan.models._common import (
     num_layers_of,
     text_cfg,
     unsupported_layer_type,
+    without_pipeline_parallel,
 )
 from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
 from kvplan.models.families._shared import gdn_dims
@@ -80,9 +81,12 @@ def describe_qwen_dense(top: Cfg, hf_quant_config: dict | None, *, family: str
         hd = head_dim_of(text)
     layers = [attention(i, attn_name(i), kv_heads=kv, head_size=hd, window=shared)
               for i in range(n)]
-    return finish(top, text, family=family, layers=layers,
+    desc = finish(top, text, family=family, layers=layers,
                   quantization=quantization_info(top, text, hf_quant_config),
                   model_sliding_window=shared)
+    # vLLM 0.31–0.34: voyage.py VoyageQwen3BidirectionalEmbedModel is not SupportsPP;
+    # Qwen3ForCausalLM is
+    return without_pipeline_parallel(desc, top, ("VoyageQwen3BidirectionalEmbedModel",))
 
 
 # --- GDN hybrids ---------------------------------------------------------------------------

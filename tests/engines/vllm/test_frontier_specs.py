@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.engines.vllm.grouping import _largest_divisor_at_most, merge_specs
+from kvplan.engines.vllm.grouping import merge_specs
+from kvplan.engines.vllm.grouping.page_size import _largest_divisor_at_most
 from kvplan.engines.vllm.planner import PlannerInput, plan
 from kvplan.engines.vllm.specs import (
     CircularBufferSpec,

@@ -12,7 +12,8 @@ from kvplan.api import check_specs
 from kvplan.engines.vllm import workload as W
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.profiles import get_profile
-from kvplan.engines.vllm.specs import FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.engines.vllm.specs import DemandSettings, FullAttentionSpec, MambaSpec, SlidingWindowSpec
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.sources.specfile import load_spec_file
 from tests.golden import golden_runs
 
@@ -129,10 +130,10 @@ def test_resolved_block_sizes_equal_the_planner_goldens(run: tuple) -> None:
     sf = load_spec_file(case, vllm_version=version)
     res = plan(sf.planner_input)
     try:
-        rules = [W.group_rule(i, d.group.spec, W.DemandSettings(
+        rules = [W.group_rule(i, d.group.spec, DemandSettings(
             max_model_len=res.max_model_len_after_planning, max_in_flight_tokens=1,
             max_num_encoder_input_tokens=1)) for i, d in enumerate(res.groups)]
-    except W.UnsupportedError:
+    except UnsupportedError:
         pytest.skip("a spec kind the workload estimate does not model")
     if case.get("prefix_match_unit") is not None or case.get("decode_context_parallel_size", 1) > 1:
         pytest.skip("prefix_match_unit / DCP are not modelled by the workload estimate")
@@ -283,7 +284,7 @@ def test_early_stops_agree_with_full_runs() -> None:
 
 def test_a_request_longer_than_max_model_len_is_refused() -> None:
     rules, groups = _full_rules(4000, mml=8192)
-    with pytest.raises(W.InputError, match="max_model_len"):
+    with pytest.raises(InputError, match="max_model_len"):
         W.estimate(rules, groups, W.Workload.of(8000, 500))
 
 

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 from kvplan.engines.vllm.build.deployment import Deployment
+from kvplan.engines.vllm.profiles import VllmProfile, get_profile
 from kvplan.errors import StartupError
 from kvplan.units import GiB
 
-GB10_SM = 121  # DGX Spark's GB10: compute capability 12.1
 _LLM_CLASS = ("llm", "llm_class", "offline")  # UsageContext.LLM_CLASS; anything else: `vllm serve`
 
 
 def get_batch_defaults(total_memory_bytes: int | None, gpu_name: str | None = None, *,
-                       sm: int | None = None, usage: str = "serve") -> tuple[int, int]:
+                       sm: int | None = None, usage: str = "serve",
+                       profile: VllmProfile | None = None) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks when neither is given, on a CUDA/ROCm
-    GPU of `total_memory_bytes` (0 / None: unknown device, the small tier).
+    GPU of `total_memory_bytes` (0 / None: unknown device, the small tier), in the release of
+    `profile` (None: the default release).
 
-    vLLM: engine/arg_utils.py EngineArgs.get_batch_defaults (0.33–0.34): ≥ 160 GiB → 16384 / 1024;
-    ≥ 70 GiB and not an A100 (by device name) nor a GB10 (is_device_capability((12, 1))) →
-    `vllm serve` 8192 (LLM class 16384) / 1024; else `vllm serve` 2048 (LLM class 8192) / 256.
+    vLLM: engine/arg_utils.py EngineArgs.get_batch_defaults (0.31–0.34): ≥ 160 GiB → 16384 / 1024;
+    ≥ 70 GiB and not an A100 (by device name) nor, from 0.33, a GB10 (is_device_capability((12,
+    1)): `VllmProfile.batch_defaults_small_tier_sms`) → `vllm serve` 8192 (LLM class 16384) / 1024;
+    else `vllm serve` 2048 (LLM class 8192) / 256.
     """
+    small_tier_sms = (profile or get_profile(None)).batch_defaults_small_tier_sms
     llm = usage.lower() in _LLM_CLASS
     total = total_memory_bytes or 0
     if total >= 160 * GiB:
         return 16384, 1024
-    if total >= 70 * GiB and "a100" not in (gpu_name or "").lower() and sm != GB10_SM:
+    if total >= 70 * GiB and "a100" not in (gpu_name or "").lower() and sm not in small_tier_sms:
         return (16384 if llm else 8192), 1024
     return (8192 if llm else 2048), 256
 
@@ -56,5 +60,5 @@ def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: in
         refuse_short_batch_without_chunking(mnbt, max_model_len)
         return mnbt
     seqs = dep.max_num_seqs or get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name,
-                                                  sm=dep.sm)[1]
+                                                  sm=dep.sm, profile=get_profile(dep.vllm_version))[1]
     return min(seqs * max_model_len, max(max_model_len, mnbt))

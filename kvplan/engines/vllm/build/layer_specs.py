@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.engines.vllm.backends import Backend, customize_spec
+from kvplan.engines.vllm.parallel import kv_heads_per_rank
 from kvplan.engines.vllm.profiles import VllmProfile
 from kvplan.engines.vllm.specs import (
     AttentionSpec,
@@ -35,14 +36,6 @@ DSV4_PAGE_ALIGNMENT = 576  # vLLM: packed_page_alignment (FlashMLA)
 
 
 MLA_BLOB_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}  # vLLM: MLAAttention.get_kv_cache_spec
-
-
-def kv_heads_per_rank(total: int, tp: int, what: str) -> int:
-    """vLLM: ModelConfig.get_num_kv_heads — max(1, heads // tp); replicated when tp > heads."""
-    if total % tp and tp % total:
-        raise InputError(f"{what}: {total} KV heads cannot be split over tensor parallel size {tp}",
-                         hint="pick a TP size that divides the KV heads (or a multiple of them)")
-    return max(1, total // tp)
 
 
 def dsv4_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str,
@@ -126,7 +119,7 @@ def attention_spec(layer: LayerDescription, *, block_size: int, kv_dtype: str, t
     if layer.num_kv_heads is None or layer.head_size is None:
         raise InputError(f"{layer.name}: an attention layer needs num_kv_heads and head_size")
     kv_heads = (layer.num_kv_heads if layer.tp_replicated  # e.g. zaya.py ReplicatedLinear
-                else kv_heads_per_rank(layer.num_kv_heads, tp, layer.name))
+                else kv_heads_per_rank(layer.num_kv_heads, tp, layer=layer.name))
     common = dict(block_size=block_size, num_kv_heads=kv_heads,
                   head_size=layer.head_size, head_size_v=layer.head_size_v, dtype=storage,
                   kv_quant_mode=quant, is_draft=is_draft)

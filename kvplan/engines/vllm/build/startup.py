@@ -138,7 +138,7 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     if chunked is None:
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
     mnbt = dep.max_num_batched_tokens or get_batch_defaults(
-        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm)[0]
+        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm, profile=profile)[0]
     if target.is_encoder_decoder or not chunked:
         # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
         # (a default is raised to max_model_len); SchedulerConfig refuses a smaller given value
