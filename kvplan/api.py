@@ -72,6 +72,7 @@ class CheckOptions(TypedDict, total=False):
     with_fix: bool
     explain: bool
     async_scheduling: bool | None  # --async-scheduling/--no-async-scheduling (None: vLLM's)
+    performance_mode: str | None  # --performance-mode: balanced (None), interactivity, throughput
     enable_chunked_prefill: bool | None  # None: vLLM's default for the model
     # --workload: "8k:1k" (vLLM's notation), a list of them, or a file of (prompt, output) pairs
     workload: str | Path | Sequence[str | Path] | None
@@ -122,7 +123,7 @@ _VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method
               "convert": None, "dtype": None, "allow_long_max_model_len": None,
               "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None,
               "async_scheduling": "disable_overlap_schedule", "enable_chunked_prefill": None,
-              "workload": None}
+              "workload": None, "performance_mode": None}
 # options only SGLang reads: refused with engine="vllm"
 _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
                 "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
@@ -408,11 +409,7 @@ def compare(model: str, *, draft: str | None = None,
         sopts["explain"] = True
     sopts.pop("speculative_draft_model_path", None)
     splan = check(model, draft=sdraft, engine="sglang", **sopts)
-    seqs = vopts.get("max_num_seqs")
-    if seqs is None and vplan.budget is not None and vplan.budget.total_memory_bytes:
-        from kvplan.budget.kv_memory import default_batch_limits
-
-        seqs = default_batch_limits(vplan.budget.total_memory_bytes, vplan.gpu or "")[1]
+    seqs = vplan.max_num_seqs
     vserving = vllm_serving(fits=vplan.fits, max_concurrency=vplan.max_concurrency,
                             kv_tokens=vplan.kv_cache_size_tokens, context_length=context,
                             concurrency=concurrency, max_num_seqs=seqs,
@@ -493,7 +490,8 @@ def _deployment(o: Mapping[str, Any], spec: Mapping[str, Any], mml: int | None, 
         draft_attention_backend=spec.get("attention_backend"),
         draft_block_size=o.get("draft_block_size"),
         async_scheduling=o.get("async_scheduling"),
-        enable_chunked_prefill=o.get("enable_chunked_prefill"))
+        enable_chunked_prefill=o.get("enable_chunked_prefill"),
+        performance_mode=o.get("performance_mode") or "balanced")
 
 
 def check_specs(path_or_dict: str | Path | Mapping[str, Any], **options: Unpack[SpecsOptions]

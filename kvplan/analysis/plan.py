@@ -114,6 +114,9 @@ class Plan(Frozen):
     max_model_len_after_planning: int
     max_num_batched_tokens: int
     max_in_flight_tokens: int
+    max_num_seqs: int | None = Field(
+        default=None, description="vLLM's cap on running requests (--max-num-seqs, else its "
+                                  "default for the GPU); None where no scheduler was resolved")
     verdict: Verdict
     fits: bool
     groups: list[GroupRow]
@@ -224,8 +227,9 @@ def _natural_page(spec: object) -> int:
 
 def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
                gpu: str | None = None, budget_mode: str = "explicit",
-               max_num_batched_tokens: int = 0, available_kv_bytes: tuple[int, ...] = (),
-               warnings: tuple[str, ...] = (), draft_layers: frozenset[str] = frozenset(),
+               max_num_batched_tokens: int = 0, max_num_seqs: int | None = None,
+               available_kv_bytes: tuple[int, ...] = (), warnings: tuple[str, ...] = (),
+               draft_layers: frozenset[str] = frozenset(),
                explanation: Explanation | None = None, budget: KvBudget | None = None,
                data_parallel_size: int = 1, weights_limit: WeightsLimit | None = None) -> Plan:
     pool = result.pool_bytes_per_block[0] if result.pool_bytes_per_block else 0
@@ -280,7 +284,8 @@ def build_plan(result: EngineResult, *, model: str, draft: str | None = None,
         max_model_len=result.max_model_len,
         max_model_len_after_planning=result.max_model_len_after_planning,
         max_num_batched_tokens=max_num_batched_tokens,
-        max_in_flight_tokens=result.max_in_flight_tokens, verdict=verdict, fits=result.fits,
+        max_in_flight_tokens=result.max_in_flight_tokens, max_num_seqs=max_num_seqs,
+        verdict=verdict, fits=result.fits,
         groups=rows, num_groups=len(rows), pool_bytes_per_block=list(result.pool_bytes_per_block),
         total_blocks_per_request=result.total_blocks_per_request,
         total_bytes_needed=list(result.total_bytes_needed),

@@ -318,6 +318,7 @@ def estimate_budget(
     num_experts_per_tok: int = 0,
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
+    batch_defaults_note: str | None = None,
     enforce_eager: bool = False,
     extensible_kv_cache: bool | None = None,
     rocm: bool = False,
@@ -360,7 +361,9 @@ def estimate_budget(
     if not 0 < util <= 1:
         raise InputError(f"gpu_memory_utilization must be in (0, 1], got {util}")
     mbt, seqs = max_num_batched_tokens, max_num_seqs
-    if mbt is None or seqs is None:
+    if batch_defaults_note and mbt is not None and seqs is not None:
+        warnings.append(f"max_num_batched_tokens={mbt}, max_num_seqs={seqs}: {batch_defaults_note}")
+    elif mbt is None or seqs is None:
         sm = sm_version(gpu_total_bytes) if isinstance(gpu_total_bytes, Gpu) else None
         d_mbt, d_seqs = get_batch_defaults(total, gpu_name, sm=sm,
                                            profile=release_profile(vllm_version))

@@ -104,6 +104,9 @@ def check(
     enable_chunked_prefill: Annotated[bool | None, Opt(
         "--enable-chunked-prefill/--no-enable-chunked-prefill", help="default: vLLM's (on)")
     ] = None,
+    performance_mode: Annotated[str | None, Opt(
+        "--performance-mode", help="vLLM's: balanced (default), interactivity, throughput "
+        "(doubles the default max_num_batched_tokens and max_num_seqs)")] = None,
     engine_values: dict[str, Any] | None = None,  # --engine and SGLang's flags (engine_options)
 ) -> None:
     """Plan one deployment and say whether it fits (exit 0 fits, 1 does not, 2 bad input)."""
@@ -157,6 +160,7 @@ def check(
         trust_remote_code=trust_remote_code,
         allow_deprecated_quantization=allow_deprecated_quantization,
         async_scheduling=async_scheduling, enable_chunked_prefill=enable_chunked_prefill,
+        performance_mode=performance_mode,
         workload=workload)
     raise typer.Exit(emit(plan, fmt, as_json))
 

@@ -22,7 +22,8 @@ VLLM_ONLY = ("specs", "speculative_config", "speculative_method", "num_speculati
              "draft_tensor_parallel_size", "enable_prefix_caching", "mamba_cache_dtype",
              "mamba_ssm_cache_dtype", "num_gpu_blocks_override", "runner", "convert",
              "available_kv_gib", "gpu_memory_utilization", "enforce_eager", "hf_overrides",
-             "vllm", "with_fix", "workload", "async_scheduling", "enable_chunked_prefill")
+             "vllm", "with_fix", "workload", "async_scheduling", "enable_chunked_prefill",
+             "performance_mode")
 SGLANG_ONLY = tuple(SGLANG_OPTIONS)
 # check's options both engines read, under the names kvplan.check takes for SGLang
 SHARED = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",

@@ -24,7 +24,7 @@ from kvplan.budget.kv_memory import (
     explained_budget,
     explicit_budget,
 )
-from kvplan.engines.vllm.build import BuildResult, build
+from kvplan.engines.vllm.build import BuildResult, Deployment, build
 from kvplan.engines.vllm.planner import EngineResult, PlannerInput, plan
 from kvplan.errors import InputError, KvplanError, StartupError, UnsupportedError
 from kvplan.frozen import Frozen
@@ -59,9 +59,19 @@ def budget_for(req: Request, res: Resolved, built: BuildResult, gpu: Any) -> KvB
         num_layers=int(layers or 0), intermediate_size=text.get("intermediate_size"),
         moe_intermediate_size=moe, num_experts_per_tok=int(text.get("num_experts_per_tok") or 0),
         max_num_batched_tokens=dep.max_num_batched_tokens,
-        max_num_seqs=req.deployment.max_num_seqs, enforce_eager=req.enforce_eager,
+        max_num_seqs=built.max_num_seqs, batch_defaults_note=batch_defaults_note(req.deployment),
+        enforce_eager=req.enforce_eager,
         gpu_name=getattr(gpu, "name", None), weights_how=how,
         gpu_memory_override=req.gpu_memory_bytes, pooling=built.runner == "pooling")
+
+
+def batch_defaults_note(d: Deployment) -> str | None:
+    """Where the scheduler's batch limits come from when the user left one to vLLM."""
+    if d.max_num_batched_tokens is not None and d.max_num_seqs is not None:
+        return None
+    doubled = (", doubled by --performance-mode throughput" if d.performance_mode == "throughput"
+               else "")
+    return f"vLLM's `vllm serve` defaults for this GPU{doubled} (EngineArgs.get_batch_defaults)"
 
 
 def weights_per_rank(req: Request, res: Resolved) -> tuple[int, str]:
@@ -279,7 +289,8 @@ def evaluate(req: Request, res: Resolved | None = None) -> Evaluation:
         result, model=req.label or req.model, draft=req.draft or (
             f"{req.model} (MTP)" if dep.speculative_method == "mtp" else None),
         gpu=gpu.name if gpu is not None else None, budget_mode=_budget_label(budget),
-        max_num_batched_tokens=built.max_num_batched_tokens, warnings=tuple(dict.fromkeys(notes)),
+        max_num_batched_tokens=built.max_num_batched_tokens, max_num_seqs=built.max_num_seqs,
+        warnings=tuple(dict.fromkeys(notes)),
         draft_layers=draft_layers, explanation=explanation, budget=budget,
         data_parallel_size=req.data_parallel_size, weights_limit=limit)
     if kv_refusal is not None:

@@ -20,8 +20,6 @@ from dataclasses import dataclass, replace
 
 from kvplan.budget import hardware
 from kvplan.budget import kv_dtype_support as kvs
-from kvplan.budget.hardware import sm_version
-from kvplan.budget.kv_memory import default_batch_limits
 from kvplan.engines.vllm.profiles import get_profile
 from kvplan.engines.vllm.workload import Workload
 from kvplan.errors import InputError, KvplanError, StartupError
@@ -449,10 +447,7 @@ def _plan_shape(base: Request, shape: Shape, res: Resolved, *, max_model_len: in
                     f"GPU, {format_gib(avail)} GiB available (short "
                     f"{format_gib(needed - avail)} GiB); largest max_model_len that fits: "
                     f"{largest:,}")
-    total_bytes = ev.budget.total_memory_bytes or shape.gpu.total_memory_bytes or 0
-    seqs = base.deployment.max_num_seqs or default_batch_limits(
-        total_bytes, shape.gpu.name, sm=sm_version(shape.gpu),
-        profile=get_profile(base.deployment.vllm_version))[1]
+    seqs = ev.built.max_num_seqs  # the scheduler's cap on running requests
     per_replica = min(int(p.max_concurrency + 1e-9), seqs)
     if workload is not None:
         from kvplan.pipeline.workload import for_evaluation

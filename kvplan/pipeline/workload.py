@@ -28,21 +28,6 @@ def workload_results(result: EngineResult, inp: PlannerInput, workloads: Sequenc
     return [workload_result(estimate(rules, groups, w), rules, result, w) for w in workloads]
 
 
-def default_max_num_seqs(ev: Evaluation, req: Request) -> int:
-    """--max-num-seqs, else vLLM's default for the GPU and release (EngineArgs.get_batch_defaults:
-    total memory, device name, compute capability)."""
-    from kvplan.engines.vllm.build.batch import get_batch_defaults
-    from kvplan.engines.vllm.profiles import get_profile
-    from kvplan.pipeline.request import catalogue_gpu as _gpu
-
-    if req.deployment.max_num_seqs is not None:
-        return req.deployment.max_num_seqs
-    gpu, sm, _ = _gpu(req)
-    total = req.gpu_memory_bytes or (gpu.total_memory_bytes if gpu is not None else 0) or 0
-    return get_batch_defaults(total, gpu.name if gpu is not None else None, sm=sm,
-                              profile=get_profile(req.deployment.vllm_version))[1]
-
-
 def for_evaluation(ev: Evaluation, req: Request, workloads: Sequence[Workload]
                    ) -> list[WorkloadResult]:
     """The workload answers for one evaluated deployment (check, --serve, fit)."""
@@ -51,7 +36,7 @@ def for_evaluation(ev: Evaluation, req: Request, workloads: Sequence[Workload]
                                "runner", hint="drop --workload, or plan it with --runner generate")
     dep = req.deployment
     return workload_results(
-        ev.result, ev.planner_input, workloads, max_num_seqs=default_max_num_seqs(ev, req),
+        ev.result, ev.planner_input, workloads, max_num_seqs=ev.built.max_num_seqs,
         enable_chunked_prefill=True if dep.enable_chunked_prefill is None
         else dep.enable_chunked_prefill, enable_prefix_caching=ev.built.enable_prefix_caching)
 

@@ -5,7 +5,8 @@ This is vLLM's start-up up to the planner, pure, in modules along its seams:
 * `deployment.py` — `Deployment` (what `vllm serve` is told), `LayerPlan`, `BuildResult`;
 * `releases.py` — what a release refuses before it builds (registry first releases, GLM-5.3 / 0.31);
 * `dtypes.py` — model / KV cache / Mamba SSM dtypes and the architectures' config hooks;
-* `batch.py` — the scheduler's batch limits (vLLM's `EngineArgs.get_batch_defaults`);
+* `batch.py` — the scheduler's batch limits (`EngineArgs.get_batch_defaults`,
+  `_set_default_max_num_seqs_and_batched_tokens_args`);
 * `backend_choice.py` — each layer's attention backend and the backend constraints of a model;
 * `layer_specs.py` — each attention layer's `get_kv_cache_spec`, by kind;
 * `state.py` — Mamba-family state shapes / dtypes and prefill checkpoints;

@@ -47,18 +47,33 @@ def refuse_short_batch_without_chunking(mnbt: int, max_model_len: int) -> None:
             hint=f"use --max-num-batched-tokens {max_model_len} or more")
 
 
-def encoder_decoder_batched_tokens(dep: Deployment, mnbt: int, max_model_len: int) -> int:
-    """Encoder-decoder models run without chunked prefill (ModelConfig.
-    is_chunked_prefill_supported), which changes max_num_batched_tokens and with it the
-    cross-attention demand (SchedulerConfig: max_num_encoder_input_tokens = it).
+PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")  # vLLM: config/vllm.py PerformanceMode
 
-    vLLM: EngineArgs._set_default_max_num_seqs_and_batched_tokens_args — a default is raised to
-    max_model_len, then capped at max_num_seqs × max_model_len; SchedulerConfig.
-    verify_max_model_len refuses a given value below max_model_len. (Such a model is not SupportsPP:
-    `ModelDescription.supports_pipeline_parallel` is False, checked by the build.)"""
-    if dep.max_num_batched_tokens is not None:
+
+def scheduler_batch_limits(dep: Deployment, max_model_len: int, *,
+                           whole_prompts: bool) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the scheduler runs with. `whole_prompts`: no
+    chunked prefill (encoder-decoders, some pooling models, --no-enable-chunked-prefill), so a
+    prompt is scheduled whole (it also sizes the cross-attention demand: SchedulerConfig's
+    max_num_encoder_input_tokens is max_num_batched_tokens).
+
+    vLLM: EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (0.31–0.34): the GPU's
+    defaults (get_batch_defaults), doubled by `--performance-mode throughput`; a default
+    max_num_batched_tokens is raised to max_model_len without chunked prefill, then capped at
+    max_num_seqs × max_model_len; a default max_num_seqs is capped at max_num_batched_tokens.
+    SchedulerConfig.verify_max_model_len refuses a given value below max_model_len without
+    chunked prefill. (Not modelled: the multimodal prefix-LM floor, batched-DP MoE.)"""
+    d_mnbt, d_seqs = get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm,
+                                        profile=get_profile(dep.vllm_version))
+    throughput = 2 if dep.performance_mode == "throughput" else 1
+    mnbt = dep.max_num_batched_tokens or d_mnbt * throughput
+    seqs = dep.max_num_seqs or d_seqs * throughput
+    if dep.max_num_batched_tokens is None:
+        if whole_prompts:
+            mnbt = max(max_model_len, mnbt)
+        mnbt = min(seqs * max_model_len, mnbt)
+    elif whole_prompts:
         refuse_short_batch_without_chunking(mnbt, max_model_len)
-        return mnbt
-    seqs = dep.max_num_seqs or get_batch_defaults(dep.gpu_total_memory_bytes, dep.gpu_name,
-                                                  sm=dep.sm, profile=get_profile(dep.vllm_version))[1]
-    return min(seqs * max_model_len, max(max_model_len, mnbt))
+    if dep.max_num_seqs is None:
+        seqs = min(seqs, mnbt)
+    return mnbt, seqs

@@ -28,6 +28,7 @@ class Deployment:
     allow_deprecated_quantization: bool = False  # --allow-deprecated-quantization
     max_num_batched_tokens: int | None = None  # None: vLLM's default for the GPU
     max_num_seqs: int | None = None
+    performance_mode: str = "balanced"  # --performance-mode (throughput doubles the batch defaults)
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     decode_context_parallel_size: int = 1
@@ -68,6 +69,9 @@ class Deployment:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise InputError(f"--{name.replace('_', '-')} must be ≥ 1, got {v}")
+        if self.performance_mode not in ("balanced", "interactivity", "throughput"):
+            raise InputError(f"--performance-mode must be balanced, interactivity or throughput, "
+                             f"got {self.performance_mode!r}")
         if self.num_speculative_tokens < 0:
             raise InputError(f"--num-speculative-tokens must be ≥ 0, got {self.num_speculative_tokens}")
         if self.max_model_len is not None and not 1 <= self.max_model_len <= MAX_MODEL_LEN_LIMIT:
@@ -101,3 +105,4 @@ class BuildResult:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     runner: str = "generate"  # vLLM's resolved runner type (generate / pooling)
     enable_prefix_caching: bool = True  # vLLM's resolved value (the flag, else its default)
+    max_num_seqs: int = 256  # vLLM's resolved value (the flag, else its default for the GPU)

@@ -24,8 +24,7 @@ from kvplan.engines.vllm.build.backend_choice import (
     supported_layouts,
 )
 from kvplan.engines.vllm.build.batch import (
-    encoder_decoder_batched_tokens,
-    get_batch_defaults,
+    scheduler_batch_limits,
 )
 from kvplan.engines.vllm.build.deployment import BuildResult, Deployment, LayerPlan
 from kvplan.engines.vllm.build.dtypes import (
@@ -137,12 +136,14 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
     chunked = dep.enable_chunked_prefill
     if chunked is None:
         chunked = pooling.supports_chunked_prefill if pooling is not None else True
-    mnbt = dep.max_num_batched_tokens or get_batch_defaults(
-        dep.gpu_total_memory_bytes, dep.gpu_name, sm=dep.sm, profile=profile)[0]
-    if target.is_encoder_decoder or not chunked:
-        # vLLM: _set_default_max_num_seqs_and_batched_tokens_args — a whole prompt per step
-        # (a default is raised to max_model_len); SchedulerConfig refuses a smaller given value
-        mnbt = encoder_decoder_batched_tokens(dep, mnbt, max_model_len)
+    # vLLM: _set_default_max_num_seqs_and_batched_tokens_args, SchedulerConfig.verify_max_model_len
+    mnbt, max_num_seqs = scheduler_batch_limits(
+        dep, max_model_len, whole_prompts=target.is_encoder_decoder or not chunked)
+    if dep.performance_mode == "interactivity":
+        # vLLM: VllmConfig._set_cudagraph_sizes — one graph per batch size 1–32
+        warnings.append("--performance-mode interactivity: vLLM captures a CUDA graph for every "
+                        "batch size from 1 to 32; kvplan's CUDA-graph memory term does not model "
+                        "those extra graphs (the KV budget may be a little lower)")
     if pp > 1 and not target.supports_pipeline_parallel:
         # vLLM: ModelConfig.verify_with_parallel_config — the model class is not SupportsPP
         # (VllmConfig, after SchedulerConfig's checks above)
@@ -375,5 +376,6 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
                        max_model_len=max_model_len, max_num_batched_tokens=mnbt,
                        warnings=tuple(warnings),
                        runner="generate" if pooling is None else "pooling",
+                       max_num_seqs=max_num_seqs,
                        enable_prefix_caching=prefix_caching.enabled)
 
