@@ -87,9 +87,6 @@ class VllmProfile(Frozen):
     # ≥ 70 GiB — the GB10 (DGX Spark, is_device_capability((12, 1))) from 0.33; 0.31/0.32 tell
     # devices apart by memory and the "a100" name only
     batch_defaults_small_tier_sms: frozenset[int] = frozenset({121})
-    # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
-    # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
-    # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
     # --- the scheduler (kvplan/engines/vllm/workload/) ---
     # Scheduler waiting loop: a request left with 0 tokens by the MTP prefill-lookahead reserve
     # is skipped (skip_request, 0.34) instead of stopping the loop (break, 0.31)
@@ -115,6 +112,9 @@ class VllmProfile(Frozen):
     # MambaManager 'align': a checkpoint step keeps the speculative blocks in place and may
     # allocate them again (0.31)
     mamba_checkpoint_keeps_spec_blocks: bool = False
+    # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
+    # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
+    # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
     nemotron_ssm_hook_archs: frozenset[str] = frozenset({
         "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2",
         "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3",
