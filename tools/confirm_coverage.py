@@ -6,11 +6,13 @@ A development tool (never run by tests). Run from the project root, with any Pyt
     python3 tools/confirm_coverage.py sweep [--only ARCH ...] [--rerun]   # resumable; slow
     python3 tools/confirm_coverage.py status                              # counts so far
     python3 tools/confirm_coverage.py write   # coverage.csv `confirmed`, goldens, PROVENANCE
+    python3 tools/confirm_coverage.py write --only ARCH ...   # those rows only (the others kept)
 
 For each row it picks a config:
 
-* real: a published config.json in tests/data/hf-configs or examples/configs whose first
-  architecture is the row's (hand-made folders are skipped);
+* real: a published config.json in tests/data/hf-configs, examples/configs,
+  tests/data/coverage-real-configs or tests/data/heldout-configs (REAL_DIRS, in that order) whose
+  first architecture is the row's (hand-made folders and stubs are skipped);
 * defaults: else one built by tools/coverage_config_builder.py (in the vLLM venv) from the
   defaults of the configuration class vLLM would use for the architecture, written to
   tests/data/coverage-configs/<ARCH>/config.json.
@@ -55,7 +57,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "kvplan" / "data" / "coverage.csv"
 BUILT = ROOT / "tests" / "data" / "coverage-configs"
-REAL_DIRS = [ROOT / "tests" / "data" / "hf-configs", ROOT / "examples" / "configs"]
+# real published configs, in order of preference: the project's, the examples, the configs found
+# for this table (tests/data/coverage-real-configs, PROVENANCE.md there), the held-out ones
+REAL_DIRS = [ROOT / "tests" / "data" / "hf-configs", ROOT / "examples" / "configs",
+             ROOT / "tests" / "data" / "coverage-real-configs",
+             ROOT / "tests" / "data" / "heldout-configs"]
 E2E_WORK = os.environ.get("KVPLAN_E2E_WORK") or os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                               "kvplan-e2e")
 GOLDEN = "vllm-0.34.0.json"
@@ -90,6 +96,12 @@ def confirmable(row: dict) -> bool:
     return row["path"].startswith("adapter:") or row["path"] == "generic"
 
 
+# held-out folders that are trimmed copies of the hub file (tests/data/heldout-configs/PROVENANCE.md:
+# key order and missing fields show it): not a published config of the architecture
+TRIMMED = {"MiniMaxAI--MiniMax-M3", "Qwen--Qwen3-VL-2B-Instruct", "Qwen--Qwen3-VL-235B-A22B-Instruct",
+           "XiaomiMiMo--MiMo-7B-Base", "stepfun-ai--Step-3.7-Flash", "stepfun-ai--Step-3.7-Flash-FP8"}
+
+
 def real_configs() -> dict[str, Path]:
     """architecture -> the real config folder whose first architecture it is."""
     out: dict[str, Path] = {}
@@ -97,7 +109,8 @@ def real_configs() -> dict[str, Path]:
         for d in sorted(base.iterdir()) if base.is_dir() else []:
             # hand-made folders and draft heads (a draft's architecture is its target's) are
             # not a published config of the architecture
-            if re.search(r"handmade|EAGLE|DFlash|draft", d.name) or not (d / "config.json").is_file():
+            if (re.search(r"handmade|EAGLE|DFlash|draft|stub", d.name) or d.name in TRIMMED
+                    or not (d / "config.json").is_file()):
                 continue
             archs = json.loads((d / "config.json").read_text()).get("architectures") or []
             if archs and archs[0] not in out:
@@ -539,11 +552,17 @@ def write(a: argparse.Namespace) -> int:
     results = s.results()
     with TABLE.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    choices = json.loads((s.work / "choices.json").read_text())
+    cache = s.work / "choices.json"
+    choices = json.loads(cache.read_text()) if cache.exists() else {}
     confirmed_built: dict[str, dict] = {}
+    only = set(a.only or [])
     for row in rows:
         arch = row["architecture"]
         r = results.get(arch)
+        if only and arch not in only:  # `write --only`: the other rows stay as they are
+            if row["confirmed"].startswith("defaults:"):
+                confirmed_built[arch] = {}
+            continue
         if not confirmable(row):
             row["confirmed"] = ""
             continue
@@ -570,6 +589,8 @@ def write(a: argparse.Namespace) -> int:
         (folder / GOLDEN).write_text(json.dumps(golden, indent=1) + "\n")
         if r["kind"] == "defaults":
             confirmed_built[arch] = choices[arch]
+        elif only:  # now confirmed on a real config: its built config goes
+            (folder / "config.json").unlink(missing_ok=True)
     # built configs and goldens of rows that are not (or no longer) confirmed go (--prune;
     # `recheck` writes a missing built config again from WORK/choices.json)
     for folder in sorted(BUILT.iterdir()) if BUILT.is_dir() and a.prune else []:
@@ -596,6 +617,13 @@ def write(a: argparse.Namespace) -> int:
 
 
 def write_provenance(built: dict[str, dict]) -> None:
+    """PROVENANCE.md of the built configs; an entry `{}` (a row `write --only` did not touch)
+    keeps its block from the file as it is."""
+    old: dict[str, list[str]] = {}
+    if (BUILT / "PROVENANCE.md").exists():
+        for block in (BUILT / "PROVENANCE.md").read_text().split("\n### ")[1:]:
+            name, *body = block.rstrip("\n").split("\n")
+            old[name] = body
     lines = [
         "# Provenance of the configs in this folder",
         "",
@@ -615,6 +643,9 @@ def write_provenance(built: dict[str, dict]) -> None:
     ]
     for arch in sorted(built):
         ch = built[arch]
+        if not ch:
+            lines += [f"### {arch}", *old[arch], ""]
+            continue
         lines += [f"### {arch}", f"- model type: `{ch['model_type']}`",
                   f"- class: `{ch['config_class']}`", f"- how: {ch['how']}",
                   "- status: DEFAULTS (class defaults + architectures)", ""]

@@ -84,7 +84,9 @@ def test_every_adapter_and_generic_row_says_whether_vllm_confirmed_it() -> None:
             assert goldens[arch]["kind"] == kind and goldens[arch]["config"] == folder, arch
             assert (ROOT / folder / "config.json").is_file(), arch
             if kind == "real":
-                assert folder.startswith(("tests/data/hf-configs/", "examples/configs/")), arch
+                assert folder.startswith(("tests/data/hf-configs/", "examples/configs/",
+                                          "tests/data/coverage-real-configs/",
+                                          "tests/data/heldout-configs/")), arch
     confirmed = {a for a, r in coverage().items() if r.confirmed_by}
     assert set(goldens) == confirmed  # no golden without its row, no row without its golden
 
