@@ -56,6 +56,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "kvplan" / "data" / "coverage.csv"
 BUILT = ROOT / "tests" / "data" / "coverage-configs"
 REAL_DIRS = [ROOT / "tests" / "data" / "hf-configs", ROOT / "examples" / "configs"]
+# --retired: the architectures vLLM 0.34.0 retired from its registry (_PREVIOUSLY_SUPPORTED_MODELS)
+# whose transformers class its Transformers backend takes (kvplan/data/vllm_arch_resolution.json);
+# they have no coverage.csv row, so their configs and goldens live apart
+RETIRED = ROOT / "tests" / "data" / "retired-configs"
+RETIRED_REAL_DIRS = [*REAL_DIRS, ROOT / "tests" / "data" / "heldout-configs"]
 E2E_WORK = os.environ.get("KVPLAN_E2E_WORK") or os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                               "kvplan-e2e")
 GOLDEN = "vllm-0.34.0.json"
@@ -90,10 +95,20 @@ def confirmable(row: dict) -> bool:
     return row["path"].startswith("adapter:") or row["path"] == "generic"
 
 
-def real_configs() -> dict[str, Path]:
+def retired_rows() -> list[dict]:
+    """--retired: one row per retired architecture vLLM 0.34.0 serves on its Transformers
+    backend (registry.py _try_resolve_transformers before _raise_for_unsupported)."""
+    data = json.loads((ROOT / "kvplan" / "data" / "vllm_arch_resolution.json").read_text())
+    rel_ = data["releases"]["0.34.0"]
+    backend = set(rel_["transformers_backend"]) | set(rel_["transformers_backend_models"])
+    return [{"architecture": a, "path": "retired"} for a in rel_["previously_supported"]
+            if a in backend]
+
+
+def real_configs(dirs: list[Path] | None = None) -> dict[str, Path]:
     """architecture -> the real config folder whose first architecture it is."""
     out: dict[str, Path] = {}
-    for base in REAL_DIRS:
+    for base in dirs or REAL_DIRS:
         for d in sorted(base.iterdir()) if base.is_dir() else []:
             # hand-made folders and draft heads (a draft's architecture is its target's) are
             # not a published config of the architecture
@@ -165,6 +180,7 @@ class Sweep:
         self.compare = compare
         self.results_file = self.work / "results.jsonl"
         self.fork: ForkServer | None = None
+        self.built = RETIRED if getattr(a, "retired", False) else BUILT
 
     def run_vllm(self, cfg: Path) -> dict:
         c = self.compare
@@ -228,7 +244,7 @@ class Sweep:
         if arch in real:
             cfg, kind = real[arch], "real"
         elif choice is not None and "config" in choice:
-            cfg, kind = BUILT / arch, "defaults"
+            cfg, kind = self.built / arch, "defaults"
             cfg.mkdir(parents=True, exist_ok=True)
             (cfg / "config.json").write_text(json.dumps(choice["config"], indent=2) + "\n")
         else:
@@ -270,12 +286,13 @@ class Sweep:
         return res
 
     def sweep(self) -> int:
-        rows = [r for r in csv.DictReader(TABLE.open(newline="")) if confirmable(r)]
+        rows = (retired_rows() if self.a.retired else
+                [r for r in csv.DictReader(TABLE.open(newline="")) if confirmable(r)])
         if self.a.only:
             rows = [r for r in rows if r["architecture"] in set(self.a.only)]
         done = self.results()
         todo = [r for r in rows if self.a.rerun or r["architecture"] not in done]
-        real = real_configs()
+        real = real_configs(RETIRED_REAL_DIRS if self.a.retired else None)
         choices = self.choices([r["architecture"] for r in todo if r["architecture"] not in real])
         t0 = time.monotonic()
         print(f"# {len(todo)} of {len(rows)} rows to run; work dir {self.work}", flush=True)
@@ -381,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         "VLLM_E2E_PYTHON", os.path.join(E2E_WORK, "oracle/.venv-0.34.0/bin/python")))
     ap.add_argument("--kvplan", default=str(ROOT / ".venv" / "bin" / "kvplan"))
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--retired", action="store_true",
+                    help="the retired architectures the Transformers backend serves (no coverage "
+                    "row; configs and goldens in tests/data/retired-configs) instead of the table")
     ap.add_argument("--no-fork", dest="fork", action="store_false",
                     help="a fresh harness process per run (compare.run_vllm) instead of the "
                     "fork server")

@@ -4,6 +4,16 @@ Data: vLLM 0.34.0's model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODE
 into kvplan/data/vllm_registry_0.34.0.json (`kvplan.models.coverage`); every last release there
 older than 0.31 refuses it in every release kvplan models (a later one, e.g. Keye's 0.33.0,
 is left to the coverage table).
+
+vLLM refuses a retired architecture only when its Transformers modeling backend does not take
+it: `_ModelRegistry.inspect_model_cls` first tries `_try_resolve_transformers` on the first
+architecture (no architecture in the registry, model_impl auto), and only then
+`_raise_for_unsupported` refuses. A retired architecture whose transformers class is backend
+compatible (MllamaForConditionalGeneration, Dots1ForCausalLM, PersimmonForCausalLM, ...:
+kvplan/data/vllm_arch_resolution.json) is served as a Transformers* class and planned here like
+any other architecture vLLM does not register (kvplan.models' transformers-resolved path). That
+data is vLLM 0.34.0's (transformers 5.20.2); 0.31-0.33 are taken to resolve them alike (the same
+fallback, transformers 5.17-5.20, the same backend-compatible classes).
 """
 
 from __future__ import annotations
@@ -31,8 +41,14 @@ def retired_by_model_type(model_type: object) -> list[str]:
 
 
 def refuse_retired(source: str, architectures: Iterable[str]) -> None:
-    """Raise when an architecture was served by vLLM only before 0.31 (vLLM:
-    ModelRegistry._raise_for_unsupported, whose message this repeats)."""
+    """Raise when an architecture was served by vLLM only before 0.31 and the Transformers
+    backend does not take the first one (vLLM: ModelRegistry.inspect_model_cls →
+    _try_resolve_transformers, else _raise_for_unsupported, whose message this repeats)."""
+    from kvplan.models.resolution.arch_resolution import transformers_backend_serves
+
+    architectures = list(architectures)
+    if architectures and transformers_backend_serves(architectures[0], None):
+        return
     for arch in architectures:
         last = previously_supported(arch)
         if last is None or tuple(map(int, last.split("."))) >= (0, 31, 0):
