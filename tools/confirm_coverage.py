@@ -184,14 +184,25 @@ class Sweep:
 
     def run_vllm(self, cfg: Path) -> dict:
         c = self.compare
+        extra: list[str] = []
+        proc = self.work / "processor" / cfg.name
+        if self.a.retired and (proc / "config.json").is_file():
+            # a multimodal Transformers-backend model: vLLM reads the checkpoint's processor while
+            # it builds ModelConfig (transformers/multimodal.py _get_supported_modalities) and,
+            # with --skip-tokenizer-init, hands it no tokenizer; the folder made by
+            # tools/retired_processor.py holds the same config.json plus processor files built
+            # from the processor class's defaults (read for the modalities only), and vLLM runs
+            # with its tokenizer (--no-skip-tokenizer-init)
+            cfg, extra = proc, ["--extra=--no-skip-tokenizer-init"]
         if not self.a.fork:
+            assert not extra, "the processor folders need the fork server (--extra)"
             return dict(c.run_vllm(self.a.vllm_python, str(cfg), self.a.timeout, True))
         if self.fork is None:
             self.fork = ForkServer(self.a.vllm_python, self.a.e2e_dir, self.work)
         # compare.run_vllm's harness arguments (with --pass-kv-cache-memory-bytes, its default)
         return self.fork.run([str(cfg), "--kv-memory", str(c.KV_MEM_BYTES), "--max-model-len",
                               str(c.MAX_MODEL_LEN), "--max-num-batched-tokens", str(c.MNBT),
-                              "--pass-kv-cache-memory-bytes"], self.a.timeout)
+                              "--pass-kv-cache-memory-bytes", *extra], self.a.timeout)
 
     def results(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -413,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         return check_fork(a)
     if a.command == "recheck":
         return recheck(a)
-    return write(a)
+    return write_retired(a) if a.retired else write(a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -639,6 +650,104 @@ def write_provenance(built: dict[str, dict]) -> None:
                   f"- class: `{ch['config_class']}`", f"- how: {ch['how']}",
                   "- status: DEFAULTS (class defaults + architectures)", ""]
     (BUILT / "PROVENANCE.md").write_text("\n".join(lines))
+
+
+
+# ---------------------------------------------------------------------------------------------
+# write --retired: goldens of the retired architectures the Transformers backend serves
+
+def _agrees(x: dict) -> bool:
+    """A run on which kvplan equals vLLM: compare.py's MATCH, or vLLM's model constructor
+    refusing and kvplan refusing with the same message (compare.py has no verdict for it)."""
+    if x["verdict"] == "MATCH":
+        return True
+    return (x["verdict"] == "VLLM_MODEL_INIT_ERROR" and bool(x.get("kvplan_error"))
+            and _same_refusal(re.sub(r"^\[model\] \w+: ", "", x.get("vllm_error") or ""),
+                              x["kvplan_error"]))
+
+
+# Why a retired architecture's defaults config confirms nothing, where the harness's verdict does
+# not say it (what a published config would need; none is in this checkout)
+RETIRED_WHY = {
+    "Dots1ForCausalLM": (
+        "Dots1Config's defaults leave n_routed_experts None, so transformers' Dots1Experts "
+        "cannot be built (torch.empty(None, ...) while vLLM builds the model; compare.py counts "
+        "it a harness error); a published dots.llm1 config sets it (none in this checkout)"),
+    "ChameleonForConditionalGeneration": (
+        "ChameleonConfig's defaults have no vocabulary_map, so transformers' ChameleonModel "
+        "cannot be built (AttributeError while vLLM builds the model); a published config "
+        "carries it (none in this checkout)"),
+    "AyaVisionForConditionalGeneration": (
+        "AyaVisionConfig's default SigLIP vision config (hidden 1152, 14 heads) is rejected by "
+        "transformers' Siglip attention while vLLM builds the model; a published config has its "
+        "own vision config (none in this checkout)"),
+}
+
+
+def write_retired(a: argparse.Namespace) -> int:
+    """tests/data/retired-configs/<ARCH>/vllm-0.34.0.json for every retired architecture whose
+    runs all agree (replayed by tests/models/test_retired_backend.py), STATUS.md for all, and
+    the built configs of the others removed."""
+    s = Sweep(a)
+    c = s.compare
+    results = s.results()
+    choices = json.loads((s.work / "choices.json").read_text())
+    lines = ["# Retired architectures vLLM 0.34.0 serves on its Transformers backend", "",
+             "`tools/confirm_coverage.py sweep --retired` + `write --retired`: each architecture "
+             "of vLLM's `_PREVIOUSLY_SUPPORTED_MODELS` whose transformers class the backend "
+             "takes (kvplan/data/vllm_arch_resolution.json), run by the e2e harness and "
+             "`kvplan check` with compare.py's flags.", ""]
+    built: dict[str, dict] = {}
+    for row in retired_rows():
+        arch = row["architecture"]
+        r = results.get(arch)
+        folder = RETIRED / arch
+        if r is None or not r.get("runs"):
+            why = "not run" if r is None else _one_line(r.get("reason"), 300)
+            lines.append(f"- {arch}: no: {why}")
+            continue
+        if not all(_agrees(x) for x in r["runs"]):
+            why = RETIRED_WHY.get(arch) or triage(r).removeprefix("no: ")
+            lines.append(f"- {arch}: no: {why}")
+            (folder / GOLDEN).unlink(missing_ok=True)
+            continue
+        proc = s.work / "processor" / Path(r["config"]).name
+        golden = {
+            "architecture": arch, "kind": r["kind"], "config": r["config"], "vllm": c.VLLM_VERSION,
+            "made_by": "tools/confirm_coverage.py --retired: /work/shared/vllm-e2e/vllm_e2e.py "
+                       "(vLLM 0.34.0's start-up code on a faked H100, CPU), trimmed",
+            "flags": {"tensor_parallel_size": 1, "max_num_batched_tokens": c.MNBT,
+                      "kv_cache_memory": c.KV_MEM, "vllm": c.VLLM_VERSION, "gpu": c.GPU},
+            "runs": [golden_run(s.work / "out" / f"{arch}.{x['max_model_len']}.vllm.json")
+                     for x in r["runs"]],
+        }
+        if (proc / "config.json").is_file():
+            golden["processor"] = ("vLLM ran on a copy of the config with processor files built "
+                                   "by tools/retired_processor.py (class defaults, a word-level "
+                                   "tokenizer) and --no-skip-tokenizer-init")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / GOLDEN).write_text(json.dumps(golden, indent=1) + "\n")
+        if r["kind"] == "defaults":
+            built[arch] = choices[arch]
+        what = ("vLLM refuses it while building the model, kvplan with the same message"
+                if golden["runs"][-1]["status"] != "ok" else "kvplan's plan equals vLLM's")
+        lines.append(f"- {arch}: confirmed ({r['kind']}:{r['config']}): {what}")
+    for folder in sorted(RETIRED.iterdir()) if RETIRED.is_dir() else []:
+        if folder.is_dir() and not (folder / GOLDEN).exists():
+            shutil.rmtree(folder)
+    prov = ["", "## Provenance", "",
+            "HAND-MADE/DEFAULTS: the `<ARCH>/config.json` files here are not published configs. "
+            "Each was built by `tools/coverage_config_builder.py` (vLLM 0.34.0 e2e venv, "
+            "transformers 5.20.2) as `ConfigClass().to_dict()` with `architectures: [ARCH]` set "
+            "and `transformers_version` dropped. A `real` golden names its published config "
+            "(tests/data/heldout-configs, PROVENANCE.md there).", ""]
+    for arch in sorted(built):
+        ch = built[arch]
+        prov += [f"- {arch}: model type `{ch['model_type']}`, class `{ch['config_class']}` "
+                 f"({ch['how']}); DEFAULTS"]
+    (RETIRED / "STATUS.md").write_text("\n".join(lines + prov) + "\n")
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ architecture (no architecture in the registry, model_impl auto), and only then
 compatible (MllamaForConditionalGeneration, Dots1ForCausalLM, PersimmonForCausalLM, ...:
 kvplan/data/vllm_arch_resolution.json) is served as a Transformers* class and planned here like
 any other architecture vLLM does not register (kvplan.models' transformers-resolved path). That
-data is vLLM 0.34.0's (transformers 5.20.2); 0.31-0.33 are taken to resolve them alike (the same
-fallback, transformers 5.17-5.20, the same backend-compatible classes).
+data is vLLM 0.34.0's (transformers 5.20.2) and holds for 0.31-0.33 too: their wheels' registry.py
+have the same inspect_model_cls / _try_resolve_transformers and the same retired entries for
+these 13 architectures, and transformers 5.17.0 / 5.19.0 (the 0.31 / 0.32 pins; 0.33 pins
+5.20.2) answer is_backend_compatible / _can_set_attn_implementation alike for their classes
+(checked from the wheels' sources).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ _WHY = {
 }
 
 
-# model types of retired architectures (a config without `architectures`)
-_RETIRED_MODEL_TYPES = {"minimax": "MiniMaxForCausalLM", "minimax_text_01": "MiniMaxText01ForCausalLM",
+# model types of retired architectures (a config without `architectures`); transformers'
+# "minimax" is not one: vLLM names it MiniMaxModel (MODEL_MAPPING_NAMES), which the Transformers
+# backend takes (and refuses to build: kvplan.models.resolution.resolved.no_interface_refusal)
+_RETIRED_MODEL_TYPES = {"minimax_text_01": "MiniMaxText01ForCausalLM",
                         "minimax_m1": "MiniMaxM1ForCausalLM"}
 
 

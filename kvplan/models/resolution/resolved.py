@@ -125,7 +125,15 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
     if fast is not None and r.text_key is not None and r.text_model_type in fast:
         desc = fast[r.text_model_type](with_resolved_text(top, r), hf_quant_config)
         warnings = desc.warnings + ((note,) if note else ())
-        return desc.model_copy(update={"warnings": warnings})
+        update: dict[str, Any] = {"warnings": warnings}
+        if served_by_transformers_backend(archs[0] if archs else None):
+            # a TransformersMultiModal* class: the text model's layers sit at the base model's
+            # `language_model` (see backend_layer_names)
+            update["layers"] = tuple(
+                layer.model_copy(update={"name": "model.language_model." +
+                                         layer.name.removeprefix("model.")})
+                if layer.name.startswith("model.layers.") else layer for layer in desc.layers)
+        return desc.model_copy(update=update)
     return _generic(top, r, hf_quant_config, note)
 
 
@@ -152,7 +160,10 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if getattr(r.hf_config, "is_encoder_decoder", False):
         raise UnsupportedError(f"{top.source}: {what} is an encoder-decoder model; kvplan plans "
                                "decoders only", hint=SPECS_HINT)
-    refusal = no_interface_refusal(arch, acc.layer_types(r), acc.num_hidden_layers(r))
+    # vLLM names a config without `architectures` by its base model class
+    # (transformers_utils/config.py get_config: MODEL_MAPPING_NAMES[model_type])
+    backend_arch = arch if arch is not None else base_model_architecture(r.model_type)
+    refusal = no_interface_refusal(backend_arch, acc.layer_types(r), acc.num_hidden_layers(r))
     if refusal is not None:
         return _refused_by_backend(top, r, hf_quant_config, refusal)
     for field, layout in _NOT_PLAIN:
@@ -192,7 +203,13 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if encoder:
         pattern = _BERT_ATTENTION
 
+    backend_names = (None if pattern or encoder
+                     or not served_by_transformers_backend(backend_arch)
+                     else backend_layer_names(r))
+
     def name_of(i: int) -> str:
+        if backend_names is not None:
+            return backend_names(i)
         return pattern.format(i) if pattern else vllm_layer_name(r.text_model_type, i)
     if types is not None and len(set(types[:n])) > 1 and not per_layer_window:
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
@@ -285,6 +302,34 @@ def bidirectional_on_backend(arch: str | None, r: Resolved) -> bool:
     return (served_by_transformers_backend(arch) and r.text_key is None
             and r.text_model_type in _BERT_STYLE
             and not acc.get_attr(r.hf_text_config, "is_decoder"))
+
+
+def backend_layer_names(r: Resolved) -> Callable[[int], str]:
+    """The names the Transformers backend gives layer i's attention: the dispatching module's
+    path in the transformers base model, which vLLM builds as `model`
+    (models/transformers/base.py `_recursive_replace(self.model, prefix="model")`, then
+    `_create_attention_instances`: f"{attn_prefix}.attn"). A multimodal base model keeps its
+    text model at `language_model` (transformers 5.x `...Model.language_model`); Mllama's
+    cross-attention decoder layers dispatch from `cross_attn` (modeling_mllama.py
+    MllamaCrossAttentionDecoderLayer), the others from `self_attn`."""
+    prefix, module = _LAYER_NAMES.get(r.text_model_type, ("model.layers", "self_attn.attn"))
+    if r.text_key is not None:  # hf_config is not hf_text_config: a TransformersMultiModal* class
+        prefix = "model.language_model." + prefix.removeprefix("model.")
+    cross = acc.get_attr(r.hf_text_config, "cross_attention_layers") or ()
+    cross_layers = frozenset(i for i in cross if isinstance(i, int))
+
+    def name(i: int) -> str:
+        return attn_name(i, prefix, "cross_attn.attn" if i in cross_layers else module)
+    return name
+
+
+def base_model_architecture(model_type: str | None) -> str | None:
+    """The architecture vLLM gives a config that names none: transformers' base model class of
+    the model type (vLLM: transformers_utils/config.py get_config, MODEL_MAPPING_NAMES)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    name = MODEL_MAPPING_NAMES.get(model_type) if model_type else None
+    return name if isinstance(name, str) else None
 
 
 def served_by_transformers_backend(arch: str | None) -> bool:
