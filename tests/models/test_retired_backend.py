@@ -93,3 +93,18 @@ def test_retired_architectures_the_backend_does_not_take_are_still_refused() -> 
     # vLLM tries only the first architecture on the backend
     with pytest.raises(UnsupportedError, match="MptForCausalLM was supported"):
         refuse_retired("cfg", ["MptForCausalLM", "MllamaForConditionalGeneration"])
+
+
+@pytest.mark.parametrize(("vllm", "first"), [("0.31.0", "0.attn"),
+                                             ("0.32.0", "model.layers.0.self_attn.attn"),
+                                             ("0.34.0", "model.layers.0.self_attn.attn")])
+def test_the_backend_names_layers_by_index_in_0_31(vllm: str, first: str) -> None:
+    """vLLM 0.31's models/transformers/base.py _create_attention_instances gives layer i's
+    Attention the prefix f"{i}.attn"; 0.32+ the dispatching module's path (read from the
+    wheels; the 0.34 name is the golden's)."""
+    flags = {"tensor_parallel_size": 1, "max_model_len": 16384, "max_num_batched_tokens": 8192,
+             "kv_cache_memory": "40GiB", "vllm": vllm, "gpu": "H100"}
+    code, out, stderr = _kvplan(RETIRED / "PersimmonForCausalLM", flags)
+    assert code == 0, stderr
+    names = out["vllm_contract"]["groups"][0]["layer_names"]
+    assert names[0] == first and len(names) == 36

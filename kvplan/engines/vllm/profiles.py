@@ -115,6 +115,10 @@ class VllmProfile(Frozen):
     # MambaManager 'align': a checkpoint step keeps the speculative blocks in place and may
     # allocate them again (0.31)
     mamba_checkpoint_keeps_spec_blocks: bool = False
+    # models/transformers/base.py _create_attention_instances names layer i's Attention
+    # f"{i}.attn" (0.31); from 0.32 after the module that dispatches it
+    # (f"{attn_prefix}.attn", e.g. model.layers.0.self_attn.attn)
+    transformers_backend_index_names: bool = False
     nemotron_ssm_hook_archs: frozenset[str] = frozenset({
         "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2",
         "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3",
@@ -147,7 +151,8 @@ PROFILES: dict[str, VllmProfile] = {
                     dflash_eagle_block_drop=True, mamba_checkpoint_proof_limit=False,
                     mamba_split_checkpoint_position=False,
                     mamba_checkpoint_unit_alignment=False,
-                    mamba_checkpoint_keeps_spec_blocks=True),
+                    mamba_checkpoint_keeps_spec_blocks=True,
+                    transformers_backend_index_names=True),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

@@ -127,6 +127,7 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
         warnings = desc.warnings + ((note,) if note else ())
         update: dict[str, Any] = {"warnings": warnings}
         if served_by_transformers_backend(archs[0] if archs else None):
+            update["transformers_backend"] = True
             # a TransformersMultiModal* class: the text model's layers sit at the base model's
             # `language_model` (see backend_layer_names)
             update["layers"] = tuple(
@@ -276,6 +277,7 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
+        transformers_backend=served_by_transformers_backend(backend_arch),
         warnings=tuple(top.warnings),
     )
 
@@ -371,7 +373,7 @@ def _refused_by_backend(top: Cfg, r: Resolved, hf_quant_config: dict | None,
         max_position_embeddings=acc.derive_max_model_len(r)[0], layers=(),
         quantization=quantization_info(top, text_cfg(top), hf_quant_config),
         max_length_fields=acc.max_length_fields(r), rope_scaling=acc.rope_parameter_sets(r),
-        model_init_refusal=refusal, warnings=tuple(top.warnings))
+        model_init_refusal=refusal, transformers_backend=True, warnings=tuple(top.warnings))
 
 
 def _native_mla(arch: str | None) -> bool:

@@ -331,7 +331,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         if spec is None:
             continue
         stage = next(i for i, (a, b) in enumerate(stages) if a <= layer.index < b)
-        plans.append(LayerPlan(layer.name, layer.kind.value, backend.value if backend else None,
+        name = (f"{layer.index}.attn"
+                if target.transformers_backend and profile.transformers_backend_index_names
+                else layer.name)
+        plans.append(LayerPlan(name, layer.kind.value, backend.value if backend else None,
                                spec, False, stage))
     for layer, backend in zip(draft_layers, draft_backends, strict=True):
         spec = spec_for(layer, backend, is_draft=True, layer_tp=draft_tp,
