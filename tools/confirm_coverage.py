@@ -677,10 +677,6 @@ RETIRED_WHY = {
         "ChameleonConfig's defaults have no vocabulary_map, so transformers' ChameleonModel "
         "cannot be built (AttributeError while vLLM builds the model); a published config "
         "carries it (none in this checkout)"),
-    "AyaVisionForConditionalGeneration": (
-        "AyaVisionConfig's default SigLIP vision config (hidden 1152, 14 heads) is rejected by "
-        "transformers' Siglip attention while vLLM builds the model; a published config has its "
-        "own vision config (none in this checkout)"),
 }
 
 
@@ -739,7 +735,8 @@ def write_retired(a: argparse.Namespace) -> int:
             "HAND-MADE/DEFAULTS: the `<ARCH>/config.json` files here are not published configs. "
             "Each was built by `tools/coverage_config_builder.py` (vLLM 0.34.0 e2e venv, "
             "transformers 5.20.2) as `ConfigClass().to_dict()` with `architectures: [ARCH]` set "
-            "and `transformers_version` dropped. A `real` golden names its published config "
+            "and `transformers_version` dropped (unless its line below says what else). A `real` "
+            "golden names its published config "
             "(tests/data/heldout-configs, PROVENANCE.md there).", ""]
     for arch in sorted(built):
         ch = built[arch]

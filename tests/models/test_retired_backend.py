@@ -26,8 +26,7 @@ GOLDENS = sorted(RETIRED.glob("*/vllm-0.34.0.json"))
 
 # retired architectures the backend takes whose class-default config vLLM cannot build (no
 # published config in this checkout): STATUS.md says why
-UNCONFIRMED = {"Dots1ForCausalLM", "ChameleonForConditionalGeneration",
-               "AyaVisionForConditionalGeneration"}
+UNCONFIRMED = {"Dots1ForCausalLM", "ChameleonForConditionalGeneration"}
 
 
 def _served_retired() -> set[str]:
