@@ -666,20 +666,6 @@ def _agrees(x: dict) -> bool:
                               x["kvplan_error"]))
 
 
-# Why a retired architecture's defaults config confirms nothing, where the harness's verdict does
-# not say it (what a published config would need; none is in this checkout)
-RETIRED_WHY = {
-    "Dots1ForCausalLM": (
-        "Dots1Config's defaults leave n_routed_experts None, so transformers' Dots1Experts "
-        "cannot be built (torch.empty(None, ...) while vLLM builds the model; compare.py counts "
-        "it a harness error); a published dots.llm1 config sets it (none in this checkout)"),
-    "ChameleonForConditionalGeneration": (
-        "ChameleonConfig's defaults have no vocabulary_map, so transformers' ChameleonModel "
-        "cannot be built (AttributeError while vLLM builds the model); a published config "
-        "carries it (none in this checkout)"),
-}
-
-
 def write_retired(a: argparse.Namespace) -> int:
     """tests/data/retired-configs/<ARCH>/vllm-0.34.0.json for every retired architecture whose
     runs all agree (replayed by tests/models/test_retired_backend.py), STATUS.md for all, and
@@ -703,8 +689,7 @@ def write_retired(a: argparse.Namespace) -> int:
             lines.append(f"- {arch}: no: {why}")
             continue
         if not all(_agrees(x) for x in r["runs"]):
-            why = RETIRED_WHY.get(arch) or triage(r).removeprefix("no: ")
-            lines.append(f"- {arch}: no: {why}")
+            lines.append(f"- {arch}: no: {triage(r).removeprefix('no: ')}")
             (folder / GOLDEN).unlink(missing_ok=True)
             continue
         proc = s.work / "processor" / Path(r["config"]).name
@@ -740,8 +725,10 @@ def write_retired(a: argparse.Namespace) -> int:
             "(tests/data/heldout-configs, PROVENANCE.md there).", ""]
     for arch in sorted(built):
         ch = built[arch]
+        status = "HAND-MADE (class defaults, the fields named above set)" if "HAND-MADE" in \
+            ch["how"] else "DEFAULTS"
         prov += [f"- {arch}: model type `{ch['model_type']}`, class `{ch['config_class']}` "
-                 f"({ch['how']}); DEFAULTS"]
+                 f"({ch['how']}); {status}"]
     (RETIRED / "STATUS.md").write_text("\n".join(lines + prov) + "\n")
     print("\n".join(lines))
     return 0
