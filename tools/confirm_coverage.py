@@ -36,6 +36,12 @@ writes the trimmed vLLM outputs of the confirming runs as goldens
 (tests/data/coverage-configs/<ARCH>/vllm-0.34.0.json, checked by
 tests/models/test_coverage_confirmed.py) and tests/data/coverage-configs/PROVENANCE.md, and
 removes the built configs no row is confirmed by.
+
+`--retired` runs the same machinery over the architectures vLLM retired from its registry whose
+transformers class its Transformers backend takes (no coverage.csv row): configs and goldens in
+tests/data/retired-configs (STATUS.md there; tests/models/test_retired_backend.py replays them).
+A multimodal one needs the checkpoint's processor: `tools/retired_processor.py CONFIG
+WORK/processor/<config folder name>` first, and vLLM then runs on that folder.
 """
 
 from __future__ import annotations
