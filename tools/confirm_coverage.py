@@ -38,6 +38,12 @@ writes the trimmed vLLM outputs of the confirming runs as goldens
 (tests/data/coverage-configs/<ARCH>/vllm-0.34.0.json, checked by
 tests/models/test_coverage_confirmed.py) and tests/data/coverage-configs/PROVENANCE.md, and
 removes the built configs no row is confirmed by.
+
+`--retired` runs the same machinery over the architectures vLLM retired from its registry whose
+transformers class its Transformers backend takes (no coverage.csv row): configs and goldens in
+tests/data/retired-configs (STATUS.md there; tests/models/test_retired_backend.py replays them).
+A multimodal one needs the checkpoint's processor: `tools/retired_processor.py CONFIG
+WORK/processor/<config folder name>` first, and vLLM then runs on that folder.
 """
 
 from __future__ import annotations
@@ -62,6 +68,11 @@ BUILT = ROOT / "tests" / "data" / "coverage-configs"
 REAL_DIRS = [ROOT / "tests" / "data" / "hf-configs", ROOT / "examples" / "configs",
              ROOT / "tests" / "data" / "coverage-real-configs",
              ROOT / "tests" / "data" / "heldout-configs"]
+# --retired: the architectures vLLM 0.34.0 retired from its registry (_PREVIOUSLY_SUPPORTED_MODELS)
+# whose transformers class its Transformers backend takes (kvplan/data/vllm_arch_resolution.json);
+# they have no coverage.csv row, so their configs and goldens live apart
+RETIRED = ROOT / "tests" / "data" / "retired-configs"
+RETIRED_REAL_DIRS = REAL_DIRS
 E2E_WORK = os.environ.get("KVPLAN_E2E_WORK") or os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                               "kvplan-e2e")
 GOLDEN = "vllm-0.34.0.json"
@@ -102,10 +113,20 @@ TRIMMED = {"MiniMaxAI--MiniMax-M3", "Qwen--Qwen3-VL-2B-Instruct", "Qwen--Qwen3-V
            "XiaomiMiMo--MiMo-7B-Base", "stepfun-ai--Step-3.7-Flash", "stepfun-ai--Step-3.7-Flash-FP8"}
 
 
-def real_configs() -> dict[str, Path]:
+def retired_rows() -> list[dict]:
+    """--retired: one row per retired architecture vLLM 0.34.0 serves on its Transformers
+    backend (registry.py _try_resolve_transformers before _raise_for_unsupported)."""
+    data = json.loads((ROOT / "kvplan" / "data" / "vllm_arch_resolution.json").read_text())
+    rel_ = data["releases"]["0.34.0"]
+    backend = set(rel_["transformers_backend"]) | set(rel_["transformers_backend_models"])
+    return [{"architecture": a, "path": "retired"} for a in rel_["previously_supported"]
+            if a in backend]
+
+
+def real_configs(dirs: list[Path] | None = None) -> dict[str, Path]:
     """architecture -> the real config folder whose first architecture it is."""
     out: dict[str, Path] = {}
-    for base in REAL_DIRS:
+    for base in dirs or REAL_DIRS:
         for d in sorted(base.iterdir()) if base.is_dir() else []:
             # hand-made folders and draft heads (a draft's architecture is its target's) are
             # not a published config of the architecture
@@ -178,17 +199,29 @@ class Sweep:
         self.compare = compare
         self.results_file = self.work / "results.jsonl"
         self.fork: ForkServer | None = None
+        self.built = RETIRED if getattr(a, "retired", False) else BUILT
 
     def run_vllm(self, cfg: Path) -> dict:
         c = self.compare
+        extra: list[str] = []
+        proc = self.work / "processor" / cfg.name
+        if self.a.retired and (proc / "config.json").is_file():
+            # a multimodal Transformers-backend model: vLLM reads the checkpoint's processor while
+            # it builds ModelConfig (transformers/multimodal.py _get_supported_modalities) and,
+            # with --skip-tokenizer-init, hands it no tokenizer; the folder made by
+            # tools/retired_processor.py holds the same config.json plus processor files built
+            # from the processor class's defaults (read for the modalities only), and vLLM runs
+            # with its tokenizer (--no-skip-tokenizer-init)
+            cfg, extra = proc, ["--extra=--no-skip-tokenizer-init"]
         if not self.a.fork:
+            assert not extra, "the processor folders need the fork server (--extra)"
             return dict(c.run_vllm(self.a.vllm_python, str(cfg), self.a.timeout, True))
         if self.fork is None:
             self.fork = ForkServer(self.a.vllm_python, self.a.e2e_dir, self.work)
         # compare.run_vllm's harness arguments (with --pass-kv-cache-memory-bytes, its default)
         return self.fork.run([str(cfg), "--kv-memory", str(c.KV_MEM_BYTES), "--max-model-len",
                               str(c.MAX_MODEL_LEN), "--max-num-batched-tokens", str(c.MNBT),
-                              "--pass-kv-cache-memory-bytes"], self.a.timeout)
+                              "--pass-kv-cache-memory-bytes", *extra], self.a.timeout)
 
     def results(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -241,7 +274,7 @@ class Sweep:
         if arch in real:
             cfg, kind = real[arch], "real"
         elif choice is not None and "config" in choice:
-            cfg, kind = BUILT / arch, "defaults"
+            cfg, kind = self.built / arch, "defaults"
             cfg.mkdir(parents=True, exist_ok=True)
             (cfg / "config.json").write_text(json.dumps(choice["config"], indent=2) + "\n")
         else:
@@ -283,12 +316,13 @@ class Sweep:
         return res
 
     def sweep(self) -> int:
-        rows = [r for r in csv.DictReader(TABLE.open(newline="")) if confirmable(r)]
+        rows = (retired_rows() if self.a.retired else
+                [r for r in csv.DictReader(TABLE.open(newline="")) if confirmable(r)])
         if self.a.only:
             rows = [r for r in rows if r["architecture"] in set(self.a.only)]
         done = self.results()
         todo = [r for r in rows if self.a.rerun or r["architecture"] not in done]
-        real = real_configs()
+        real = real_configs(RETIRED_REAL_DIRS if self.a.retired else None)
         choices = self.choices([r["architecture"] for r in todo if r["architecture"] not in real])
         t0 = time.monotonic()
         print(f"# {len(todo)} of {len(rows)} rows to run; work dir {self.work}", flush=True)
@@ -394,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         "VLLM_E2E_PYTHON", os.path.join(E2E_WORK, "oracle/.venv-0.34.0/bin/python")))
     ap.add_argument("--kvplan", default=str(ROOT / ".venv" / "bin" / "kvplan"))
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--retired", action="store_true",
+                    help="the retired architectures the Transformers backend serves (no coverage "
+                    "row; configs and goldens in tests/data/retired-configs) instead of the table")
     ap.add_argument("--no-fork", dest="fork", action="store_false",
                     help="a fresh harness process per run (compare.run_vllm) instead of the "
                     "fork server")
@@ -406,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         return check_fork(a)
     if a.command == "recheck":
         return recheck(a)
-    return write(a)
+    return write_retired(a) if a.retired else write(a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,6 +687,88 @@ def write_provenance(built: dict[str, dict]) -> None:
                   f"- class: `{ch['config_class']}`", f"- how: {ch['how']}",
                   "- status: DEFAULTS (class defaults + architectures)", ""]
     (BUILT / "PROVENANCE.md").write_text("\n".join(lines))
+
+
+
+# ---------------------------------------------------------------------------------------------
+# write --retired: goldens of the retired architectures the Transformers backend serves
+
+def _agrees(x: dict) -> bool:
+    """A run on which kvplan equals vLLM: compare.py's MATCH, or vLLM's model constructor
+    refusing and kvplan refusing with the same message (compare.py has no verdict for it)."""
+    if x["verdict"] == "MATCH":
+        return True
+    return (x["verdict"] == "VLLM_MODEL_INIT_ERROR" and bool(x.get("kvplan_error"))
+            and _same_refusal(re.sub(r"^\[model\] \w+: ", "", x.get("vllm_error") or ""),
+                              x["kvplan_error"]))
+
+
+def write_retired(a: argparse.Namespace) -> int:
+    """tests/data/retired-configs/<ARCH>/vllm-0.34.0.json for every retired architecture whose
+    runs all agree (replayed by tests/models/test_retired_backend.py), STATUS.md for all, and
+    the built configs of the others removed."""
+    s = Sweep(a)
+    c = s.compare
+    results = s.results()
+    choices = json.loads((s.work / "choices.json").read_text())
+    lines = ["# Retired architectures vLLM 0.34.0 serves on its Transformers backend", "",
+             "`tools/confirm_coverage.py sweep --retired` + `write --retired`: each architecture "
+             "of vLLM's `_PREVIOUSLY_SUPPORTED_MODELS` whose transformers class the backend "
+             "takes (kvplan/data/vllm_arch_resolution.json), run by the e2e harness and "
+             "`kvplan check` with compare.py's flags.", ""]
+    built: dict[str, dict] = {}
+    for row in retired_rows():
+        arch = row["architecture"]
+        r = results.get(arch)
+        folder = RETIRED / arch
+        if r is None or not r.get("runs"):
+            why = "not run" if r is None else _one_line(r.get("reason"), 300)
+            lines.append(f"- {arch}: no: {why}")
+            continue
+        if not all(_agrees(x) for x in r["runs"]):
+            lines.append(f"- {arch}: no: {triage(r).removeprefix('no: ')}")
+            (folder / GOLDEN).unlink(missing_ok=True)
+            continue
+        proc = s.work / "processor" / Path(r["config"]).name
+        golden = {
+            "architecture": arch, "kind": r["kind"], "config": r["config"], "vllm": c.VLLM_VERSION,
+            "made_by": "tools/confirm_coverage.py --retired: /work/shared/vllm-e2e/vllm_e2e.py "
+                       "(vLLM 0.34.0's start-up code on a faked H100, CPU), trimmed",
+            "flags": {"tensor_parallel_size": 1, "max_num_batched_tokens": c.MNBT,
+                      "kv_cache_memory": c.KV_MEM, "vllm": c.VLLM_VERSION, "gpu": c.GPU},
+            "runs": [golden_run(s.work / "out" / f"{arch}.{x['max_model_len']}.vllm.json")
+                     for x in r["runs"]],
+        }
+        if (proc / "config.json").is_file():
+            golden["processor"] = ("vLLM ran on a copy of the config with processor files built "
+                                   "by tools/retired_processor.py (class defaults, a word-level "
+                                   "tokenizer) and --no-skip-tokenizer-init")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / GOLDEN).write_text(json.dumps(golden, indent=1) + "\n")
+        if r["kind"] == "defaults":
+            built[arch] = choices[arch]
+        what = ("vLLM refuses it while building the model, kvplan with the same message"
+                if golden["runs"][-1]["status"] != "ok" else "kvplan's plan equals vLLM's")
+        lines.append(f"- {arch}: confirmed ({r['kind']}:{r['config']}): {what}")
+    for folder in sorted(RETIRED.iterdir()) if RETIRED.is_dir() else []:
+        if folder.is_dir() and not (folder / GOLDEN).exists():
+            shutil.rmtree(folder)
+    prov = ["", "## Provenance", "",
+            "HAND-MADE/DEFAULTS: the `<ARCH>/config.json` files here are not published configs. "
+            "Each was built by `tools/coverage_config_builder.py` (vLLM 0.34.0 e2e venv, "
+            "transformers 5.20.2) as `ConfigClass().to_dict()` with `architectures: [ARCH]` set "
+            "and `transformers_version` dropped (unless its line below says what else). A `real` "
+            "golden names its published config "
+            "(tests/data/heldout-configs, PROVENANCE.md there).", ""]
+    for arch in sorted(built):
+        ch = built[arch]
+        status = "HAND-MADE (class defaults, the fields named above set)" if "HAND-MADE" in \
+            ch["how"] else "DEFAULTS"
+        prov += [f"- {arch}: model type `{ch['model_type']}`, class `{ch['config_class']}` "
+                 f"({ch['how']}); {status}"]
+    (RETIRED / "STATUS.md").write_text("\n".join(lines + prov) + "\n")
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":

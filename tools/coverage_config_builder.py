@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
     res = {}
     for arch in argv:
         try:
-            res[arch] = build(arch, reg[arch]["module"], classes)
+            res[arch] = build(arch, reg.get(arch, {}).get("module", ""), classes)
         except Exception as e:  # noqa: BLE001
             res[arch] = {"model_type": None, "error": f"builder: {type(e).__name__}: {e}"[:300]}
     json.dump(res, sys.stdout, indent=1, sort_keys=True, default=str)

@@ -252,6 +252,12 @@ class ModelDescription(FrozenStrict):
     # why the model's code refuses a tensor-parallel size above 1 (None: it shards), in vLLM's
     # words
     tensor_parallel_refusal: str | None = None
+    # why vLLM's model constructor refuses this config whatever the deployment (None: it builds
+    # it), in vLLM's words; raised after the config checks (the max-length rule first)
+    model_init_refusal: str | None = None
+    # vLLM builds the model with its Transformers modeling backend (a Transformers* class:
+    # named so, or an architecture its registry lacks whose transformers class the backend takes)
+    transformers_backend: bool = False
     # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
     # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
     gdn_prefill_checkpoints: bool = True

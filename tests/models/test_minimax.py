@@ -37,8 +37,7 @@ def test_minimax_m2_5_nvfp4() -> None:
     assert m.warnings == ()
 
 
-@pytest.mark.parametrize("arch", ["MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM",
-                                  "MiniMaxForCausalLM"])
+@pytest.mark.parametrize("arch", ["MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM"])
 def test_minimax_text_01_and_m1_are_refused_as_vllm_does(arch: str) -> None:
     # vLLM 0.31, 0.32, 0.33 and 0.34 all list these in registry.py _PREVIOUSLY_SUPPORTED_MODELS
     # ("0.23.0") and none in their model tables: ModelRegistry._raise_for_unsupported raises
@@ -55,13 +54,35 @@ def test_minimax_text_01_and_m1_are_refused_as_vllm_does(arch: str) -> None:
     assert "<= 0.23.0" in (exc.value.hint or "")
 
 
-@pytest.mark.parametrize("model_type", ["minimax", "minimax_text_01", "minimax_m1"])
+@pytest.mark.parametrize("model_type", ["minimax_text_01", "minimax_m1"])
 def test_a_bare_minimax_model_type_is_refused_too(model_type: str) -> None:
-    # transformers' MiniMaxConfig without `architectures`: the same retired family
+    # the remote-code MiniMax-Text-01 / M1 model types without `architectures`
     config = {"model_type": model_type, "torch_dtype": "bfloat16", "num_hidden_layers": 4,
               "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}
     with pytest.raises(UnsupportedError, match="not supported anymore"):
         describe_model(config, source="hand-written")
+
+
+LINEAR_LAYER_1 = ("Layer 1 (linear_attention) does not dispatch through the Transformers "
+                  "attention interface and vLLM has no other way to handle it.")
+
+
+@pytest.mark.parametrize("archs", [["MiniMaxForCausalLM"], None])
+def test_transformers_minimax_is_built_by_the_backend_which_refuses_it(archs: list | None
+                                                                       ) -> None:
+    # transformers' own MiniMax (model type "minimax"): MiniMaxForCausalLM is retired from
+    # vLLM's registry but backend compatible, and a config without `architectures` becomes
+    # MiniMaxModel (MODEL_MAPPING_NAMES), also on the backend; its lightning-attention layers
+    # do not dispatch through the attention interface, so vLLM refuses while building the model
+    # (vLLM 0.34.0's harness on this config at --max-model-len 8192: this ValueError, from
+    # TransformersMoEEmbeddingModel; the class-default config: tests/data/retired-configs)
+    config = {"model_type": "minimax", "torch_dtype": "bfloat16", "num_hidden_layers": 4,
+              "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}
+    if archs:
+        config["architectures"] = archs
+    desc = describe_model(config, source="hand-written")
+    assert desc.layers == ()
+    assert desc.model_init_refusal == LINEAR_LAYER_1
 
 
 def test_registry_of_every_release_retires_them() -> None:

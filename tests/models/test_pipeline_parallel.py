@@ -26,6 +26,7 @@ from kvplan.models.description import ModelDescription
 from tests.models.helpers import HF_CONFIGS, edited, h100_tp8, read_config, real
 
 COVERAGE = Path(__file__).resolve().parents[1] / "data" / "coverage-configs"
+REAL_COVERAGE = Path(__file__).resolve().parents[1] / "data" / "coverage-real-configs"
 
 
 def _coverage(arch: str) -> ModelDescription:
@@ -72,7 +73,9 @@ NOT_SUPPORTS_PP = {
 # the same adapters' SupportsPP classes keep pipeline parallelism
 SUPPORTS_PP = {
     "Qwen3ForCausalLM": lambda: real("Qwen--Qwen3-8B"),
-    "Gemma3ForCausalLM": lambda: _coverage("Gemma3ForCausalLM"),
+    "Gemma3ForCausalLM": lambda: describe_model(json.loads(
+        (REAL_COVERAGE / "google--gemma-3-1b-it" / "config.json").read_text()),
+        source="gemma-3-1b-it"),
     "NemotronHForCausalLM": lambda: real("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
     "Nemotron3_5TranscribeForConditionalGeneration": lambda: _nemotron_wrapper(
         "Nemotron3_5TranscribeForConditionalGeneration"),

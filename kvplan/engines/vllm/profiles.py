@@ -112,6 +112,10 @@ class VllmProfile(Frozen):
     # MambaManager 'align': a checkpoint step keeps the speculative blocks in place and may
     # allocate them again (0.31)
     mamba_checkpoint_keeps_spec_blocks: bool = False
+    # models/transformers/base.py _create_attention_instances names layer i's Attention
+    # f"{i}.attn" (0.31); from 0.32 after the module that dispatches it
+    # (f"{attn_prefix}.attn", e.g. model.layers.0.self_attn.attn)
+    transformers_backend_index_names: bool = False
     # models/config.py MODELS_CONFIG_MAP: the architectures whose hook copies the Nemotron-H text
     # config's mamba_ssm_cache_dtype (float32 by default) into the cache config; the Omni V3
     # wrappers got it in 0.34 (before, their SSM state followed --mamba-ssm-cache-dtype auto)
@@ -147,7 +151,8 @@ PROFILES: dict[str, VllmProfile] = {
                     dflash_eagle_block_drop=True, mamba_checkpoint_proof_limit=False,
                     mamba_split_checkpoint_position=False,
                     mamba_checkpoint_unit_alignment=False,
-                    mamba_checkpoint_keeps_spec_blocks=True),
+                    mamba_checkpoint_keeps_spec_blocks=True,
+                    transformers_backend_index_names=True),
         VllmProfile(version="0.32.0", default_block_size=16, sw_block_rule=SwBlockRule.PRIMARY_BLOCK,
                     pool_stride_rule=PoolStrideRule.PER_LAYER_ROUND, error_text=ErrorText.A,
                     mamba_cache_modes=("align", "none"), v1_runner_async_pp_plus_one=False,

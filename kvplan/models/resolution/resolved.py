@@ -27,7 +27,7 @@ from kvplan.models._common import (
 )
 from kvplan.models.coverage import ENCODER_CACHE_NOTE as ENCODER_CACHE_NOTE  # re-exported
 from kvplan.models.coverage import encoder_cache_note
-from kvplan.models.description import LayerDescription, ModelDescription
+from kvplan.models.description import LayerDescription, LayerKind, ModelDescription
 from kvplan.models.quant import quantization_info
 from kvplan.models.resolution import accessors as acc
 from kvplan.models.resolution.resolve import Resolved, resolve
@@ -125,7 +125,16 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
     if fast is not None and r.text_key is not None and r.text_model_type in fast:
         desc = fast[r.text_model_type](with_resolved_text(top, r), hf_quant_config)
         warnings = desc.warnings + ((note,) if note else ())
-        return desc.model_copy(update={"warnings": warnings})
+        update: dict[str, Any] = {"warnings": warnings}
+        if served_by_transformers_backend(archs[0] if archs else None):
+            update["transformers_backend"] = True
+            # a TransformersMultiModal* class: the text model's layers sit at the base model's
+            # `language_model` (see backend_layer_names)
+            update["layers"] = tuple(
+                layer.model_copy(update={"name": "model.language_model." +
+                                         layer.name.removeprefix("model.")})
+                if layer.name.startswith("model.layers.") else layer for layer in desc.layers)
+        return desc.model_copy(update=update)
     return _generic(top, r, hf_quant_config, note)
 
 
@@ -152,6 +161,12 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     if getattr(r.hf_config, "is_encoder_decoder", False):
         raise UnsupportedError(f"{top.source}: {what} is an encoder-decoder model; kvplan plans "
                                "decoders only", hint=SPECS_HINT)
+    # vLLM names a config without `architectures` by its base model class
+    # (transformers_utils/config.py get_config: MODEL_MAPPING_NAMES[model_type])
+    backend_arch = arch if arch is not None else base_model_architecture(r.model_type)
+    refusal = no_interface_refusal(backend_arch, acc.layer_types(r), acc.num_hidden_layers(r))
+    if refusal is not None:
+        return _refused_by_backend(top, r, hf_quant_config, refusal)
     for field, layout in _NOT_PLAIN:
         if acc.get_attr(r.hf_text_config, field):
             raise UnsupportedError(f"{top.source}: {what} sets {field!r}: its layers use "
@@ -185,7 +200,17 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     from kvplan.models.resolution.layer_names import attention_layer_pattern
     pattern = attention_layer_pattern(archs)
 
+    encoder = bidirectional_on_backend(arch, r)
+    if encoder:
+        pattern = _BERT_ATTENTION
+
+    backend_names = (None if pattern or encoder
+                     or not served_by_transformers_backend(backend_arch)
+                     else backend_layer_names(r))
+
     def name_of(i: int) -> str:
+        if backend_names is not None:
+            return backend_names(i)
         return pattern.format(i) if pattern else vllm_layer_name(r.text_model_type, i)
     if types is not None and len(set(types[:n])) > 1 and not per_layer_window:
         top.warn(f"layer_types mixes sliding and full attention, but vLLM's model code for "
@@ -204,6 +229,11 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         if types is not None and types[i] == "sliding_attention" and per_layer_window:
             # vLLM's class may widen it (Cohere2: window + 1, commandr.py)
             layer_window = window + window_offset if window is not None else None
+        if encoder:  # vLLM: EncoderOnlyAttention (no KV cache)
+            layers.append(LayerDescription(index=i, name=name_of(i),
+                                           kind=LayerKind.ENCODER_ONLY, num_kv_heads=kv,
+                                           head_size=hd))
+            continue
         layers.append(attention(i, name_of(i), kv_heads=kv, head_size=hd,
                                 window=layer_window))
     if use_mla:
@@ -247,8 +277,103 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
+        transformers_backend=served_by_transformers_backend(backend_arch),
         warnings=tuple(top.warnings),
     )
+
+
+# layer kinds whose transformers module does not dispatch through the attention interface
+# (ALL_ATTENTION_FUNCTIONS): transformers' Bamba mamba mixers and MiniMax lightning attention
+# label their layers "linear_attention" (BambaConfig / MiniMaxConfig layer_types)
+_NO_ATTENTION_INTERFACE = frozenset({"linear_attention"})
+
+
+# transformers' BERT-style encoders, whose layers build their self-attention with
+# `is_causal=config.is_decoder` (e.g. modeling_ernie.py ErnieLayer); the module that dispatches
+# is `encoder.layer[i].attention.self` of the base model vLLM names `model`
+_BERT_STYLE = frozenset({"bert", "bert-generation", "camembert", "data2vec-text", "electra",
+                         "ernie", "roberta", "roberta-prelayernorm", "roc_bert", "xlm-roberta",
+                         "xlm-roberta-xl", "xmod"})
+_BERT_ATTENTION = "model.encoder.layer.{}.attention.self.attn"
+
+
+def bidirectional_on_backend(arch: str | None, r: Resolved) -> bool:
+    """Whether vLLM's Transformers backend builds EncoderOnlyAttention for this model: a module
+    of the model has is_causal False and the model is not multimodal (vLLM:
+    models/transformers/base.py Base._get_attn_cls)."""
+    return (served_by_transformers_backend(arch) and r.text_key is None
+            and r.text_model_type in _BERT_STYLE
+            and not acc.get_attr(r.hf_text_config, "is_decoder"))
+
+
+def backend_layer_names(r: Resolved) -> Callable[[int], str]:
+    """The names the Transformers backend gives layer i's attention: the dispatching module's
+    path in the transformers base model, which vLLM builds as `model`
+    (models/transformers/base.py `_recursive_replace(self.model, prefix="model")`, then
+    `_create_attention_instances`: f"{attn_prefix}.attn"). A multimodal base model keeps its
+    text model at `language_model` (transformers 5.x `...Model.language_model`); Mllama's
+    cross-attention decoder layers dispatch from `cross_attn` (modeling_mllama.py
+    MllamaCrossAttentionDecoderLayer), the others from `self_attn`."""
+    prefix, module = _LAYER_NAMES.get(r.text_model_type, ("model.layers", "self_attn.attn"))
+    if r.text_key is not None:  # hf_config is not hf_text_config: a TransformersMultiModal* class
+        prefix = "model.language_model." + prefix.removeprefix("model.")
+    cross = acc.get_attr(r.hf_text_config, "cross_attention_layers") or ()
+    cross_layers = frozenset(i for i in cross if isinstance(i, int))
+
+    def name(i: int) -> str:
+        return attn_name(i, prefix, "cross_attn.attn" if i in cross_layers else module)
+    return name
+
+
+def base_model_architecture(model_type: str | None) -> str | None:
+    """The architecture vLLM gives a config that names none: transformers' base model class of
+    the model type (vLLM: transformers_utils/config.py get_config, MODEL_MAPPING_NAMES)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    name = MODEL_MAPPING_NAMES.get(model_type) if model_type else None
+    return name if isinstance(name, str) else None
+
+
+def served_by_transformers_backend(arch: str | None) -> bool:
+    """Whether vLLM builds `arch` as one of its Transformers* classes: named as one, or not in
+    its registry with a backend-compatible transformers class (registry.py
+    _try_resolve_transformers; data of the latest release, see kvplan.models.retired)."""
+    if arch is None:
+        return False
+    entry = coverage.registry_entry(arch)
+    if entry is not None:
+        return bool(entry["module"] == "transformers")
+    from kvplan.models.resolution.arch_resolution import transformers_backend_serves
+    return bool(transformers_backend_serves(arch, None))
+
+
+def no_interface_refusal(arch: str | None, types: list[str] | None, n: int) -> str | None:
+    """vLLM's refusal when a decoder layer of a Transformers-backend model has no module that
+    dispatches through the attention interface (vLLM: models/transformers/base.py
+    Base._create_attention_instances, the first such layer of the rank; None: every layer
+    has attention, or the model is not on the Transformers backend)."""
+    if not types or not served_by_transformers_backend(arch):
+        return None
+    for i in range(min(n, len(types))):
+        if types[i] in _NO_ATTENTION_INTERFACE:
+            return (f"Layer {i} ({types[i]}) does not dispatch through the Transformers "
+                    "attention interface and vLLM has no other way to handle it.")
+    return None
+
+
+def _refused_by_backend(top: Cfg, r: Resolved, hf_quant_config: dict | None,
+                        refusal: str) -> ModelDescription:
+    """A description with no layers whose model construction vLLM refuses (the start-up
+    checks before it, e.g. the max-length rule, still run on its lengths)."""
+    top.warn("vLLM's Transformers modeling backend cannot build this model (a layer without "
+             "attention): vLLM refuses it when it constructs the model")
+    return ModelDescription(
+        source=top.source, model_type=r.model_type, architectures=architectures(top),
+        family=FAMILY, dtype=acc.config_dtype(r) or "bfloat16",
+        max_position_embeddings=acc.derive_max_model_len(r)[0], layers=(),
+        quantization=quantization_info(top, text_cfg(top), hf_quant_config),
+        max_length_fields=acc.max_length_fields(r), rope_scaling=acc.rope_parameter_sets(r),
+        model_init_refusal=refusal, transformers_backend=True, warnings=tuple(top.warnings))
 
 
 def _native_mla(arch: str | None) -> bool:

@@ -153,6 +153,11 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         # vLLM: the model class's constructor (e.g. dory.py DoryForCausalLM)
         raise StartupError.vllm("ValueError", target.tensor_parallel_refusal,
                                 hint="use --tensor-parallel-size 1")
+    if target.model_init_refusal is not None:
+        # vLLM: the model class's constructor (e.g. the Transformers backend's
+        # Base._create_attention_instances), after every config check above
+        raise StartupError.vllm("ValueError", target.model_init_refusal,
+                                hint="vLLM cannot build this model; kvplan has nothing to plan")
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
@@ -327,7 +332,10 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         if spec is None:
             continue
         stage = next(i for i, (a, b) in enumerate(stages) if a <= layer.index < b)
-        plans.append(LayerPlan(layer.name, layer.kind.value, backend.value if backend else None,
+        name = (f"{layer.index}.attn"
+                if target.transformers_backend and profile.transformers_backend_index_names
+                else layer.name)
+        plans.append(LayerPlan(name, layer.kind.value, backend.value if backend else None,
                                spec, False, stage))
     for layer, backend in zip(draft_layers, draft_backends, strict=True):
         spec = spec_for(layer, backend, is_draft=True, layer_tp=draft_tp,
