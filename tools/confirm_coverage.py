@@ -5,7 +5,8 @@ A development tool (never run by tests). Run from the project root, with any Pyt
 
     python3 tools/confirm_coverage.py sweep [--only ARCH ...] [--rerun]   # resumable; slow
     python3 tools/confirm_coverage.py status                              # counts so far
-    python3 tools/confirm_coverage.py write   # coverage.csv `confirmed`, goldens, PROVENANCE
+    python3 tools/confirm_coverage.py write [--only ARCH ...]   # coverage.csv `confirmed`,
+                                                                # goldens, PROVENANCE
 
 For each row it picks a config:
 
@@ -51,6 +52,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "kvplan" / "data" / "coverage.csv"
@@ -421,21 +423,8 @@ OWNED_ELSEWHERE: dict[str, str] = {}
 
 # Disagreements found by this sweep that are kvplan's and still open, in words (the class and
 # the vLLM code to mirror); tools/confirm_coverage.py writes them into `confirmed`.
-OPEN = {
-    "BeamForCausalLM": (
-        "vLLM reads model type beam with its own BeamConfig (_CONFIG_REGISTRY wins over "
-        "transformers'); kvplan resolves it with transformers' BeamConfig, whose strict "
-        "validation rejects the head_dim null vLLM's class accepts [open: vLLM-own config "
-        "classes]"),
-    "HYV4ForCausalLM": (
-        "vLLM reads model type hy_v4 with its own HYV4Config (plain MLA on 34 layers); "
-        "transformers' HYV4Config derives layer_types 'indexed_attention', which kvplan's "
-        "generic path refuses [open: vLLM-own config classes]"),
-    "Alpamayo2Super": (
-        "model type alpamayo2_super has a configuration class only in vLLM; its text config "
-        "(qwen3_vl_text) is a transformers type, but kvplan's fallback for unknown top-level "
-        "types does not resolve it [open: vLLM-own config classes]"),
-}
+OPEN: dict[str, str] = {}  # none now: ownconfig-18 mirrored vLLM's own configuration classes
+# (kvplan/models/resolution/vllm_configs.py) for Beam, HYV4 and Alpamayo2Super
 
 
 def _clean(text: str) -> str:
@@ -544,6 +533,8 @@ def write(a: argparse.Namespace) -> int:
     for row in rows:
         arch = row["architecture"]
         r = results.get(arch)
+        if a.only and arch not in a.only:
+            continue  # `write --only ARCH ...`: the other rows, goldens and configs stay
         if not confirmable(row):
             row["confirmed"] = ""
             continue
@@ -572,7 +563,7 @@ def write(a: argparse.Namespace) -> int:
             confirmed_built[arch] = choices[arch]
     # built configs and goldens of rows that are not (or no longer) confirmed go (--prune;
     # `recheck` writes a missing built config again from WORK/choices.json)
-    for folder in sorted(BUILT.iterdir()) if BUILT.is_dir() and a.prune else []:
+    for folder in sorted(BUILT.iterdir()) if BUILT.is_dir() and a.prune and not a.only else []:
         if folder.is_dir() and not any(
                 rw["architecture"] == folder.name and rw["confirmed"].startswith(("real:",
                                                                                   "defaults:"))
@@ -585,7 +576,7 @@ def write(a: argparse.Namespace) -> int:
                            else [*rows[0].keys(), "confirmed"], lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    write_provenance(confirmed_built)
+    write_provenance(confirmed_built, set(a.only) if a.only else None)
     counts: dict[str, int] = {}
     for row in rows:
         if confirmable(row):
@@ -595,7 +586,13 @@ def write(a: argparse.Namespace) -> int:
     return 0
 
 
-def write_provenance(built: dict[str, dict]) -> None:
+def write_provenance(built: dict[str, Any], only: set[str] | None = None) -> None:
+    """PROVENANCE.md for the built configs; with `only`, the other architectures' entries are
+    kept as they are (their choices may not be in this work dir)."""
+    if only is not None:
+        kept = {m.group(1): m.group(0) for m in re.finditer(
+            r"^### (\S+)\n(?:- .*\n)*", (BUILT / "PROVENANCE.md").read_text(), re.M)}
+        built = {**{k: v for k, v in kept.items() if k not in only}, **built}
     lines = [
         "# Provenance of the configs in this folder",
         "",
@@ -615,6 +612,9 @@ def write_provenance(built: dict[str, dict]) -> None:
     ]
     for arch in sorted(built):
         ch = built[arch]
+        if isinstance(ch, str):  # an entry kept from the file
+            lines += [ch.rstrip("\n"), ""]
+            continue
         lines += [f"### {arch}", f"- model type: `{ch['model_type']}`",
                   f"- class: `{ch['config_class']}`", f"- how: {ch['how']}",
                   "- status: DEFAULTS (class defaults + architectures)", ""]
