@@ -453,7 +453,10 @@ def triage(r: dict) -> str:
     at = (f" at --max-model-len {bad['max_model_len']}"
           if bad.get("max_model_len") != runs[0].get("max_model_len") else "")
     rc = bad.get("kvplan_rc")
-    same = bool(bad.get("kvplan_error")) and _same_refusal(full, bad["kvplan_error"])
+    # kvplan's plan of a refusal carries vLLM's text without its exception type
+    same = bool(bad.get("kvplan_error")) and any(
+        _same_refusal(text, bad["kvplan_error"])
+        for text in (full, re.sub(r"^\w+(?:Error|Exception): ", "", full)))
     kv = ("kvplan refuses it with the same message" if same else "kvplan plans it"
           if rc in (0, 1) else "kvplan refuses it too" if rc is not None else "")
     if v == "VLLM_CANNOT_BUILD":
