@@ -98,3 +98,20 @@ def test_vllm_own_types_never_use_transformers_class() -> None:
         resolve({"model_type": "dots3_note"}, "x")
     assert set(VLLM_CONFIG_CLASSES) <= set(VLLM_OWN_CLASSES)
     assert all(has_config_class(t) for t in VLLM_CONFIG_CLASSES)
+
+
+def test_a_fast_adapters_missing_length_is_vllms_class_default(tmp_path: Path) -> None:
+    # DoryForCausalLM's class-default config without max_position_embeddings: vLLM 0.34.0's
+    # harness derives 8192 from vLLM's DoryConfig (transformers 5.25 has a DoryConfig too)
+    import kvplan
+
+    cfg = json.loads((ROOT / "tests/data/coverage-configs/DoryForCausalLM/config.json").read_text())
+    cfg.pop("max_position_embeddings")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    plan = kvplan.check(str(tmp_path), tensor_parallel_size=1, max_model_len=32768,
+                        max_num_batched_tokens=8192, kv_cache_memory="40GiB", gpu="H100",
+                        vllm="0.34.0")
+    assert plan.refused_at_startup
+    assert (plan.error_message or "").startswith(
+        "User-specified max_model_len (32768) is greater than the derived max_model_len "
+        "(max_position_embeddings=8192.0 or model_max_length=None in model's config.json).")

@@ -14,9 +14,10 @@ Every other model type of `_CONFIG_REGISTRY` whose class is vLLM's own is listed
 dots3_note, lfm3, flint in 5.25) is never read for it, so kvplan reads such a config the same way
 whatever transformers is installed: through a fast adapter (bailing_moe_v3_vl, chatglm,
 deepseek_vl_v2, deepseek_v41, dory, flint, inkling*, kimi_linear, kimi_k3*, lfm3*,
-nemo_speechlm), the fast adapter of its text config's model type (bagel, funaudiochat, isaac,
-kimi_vl, openvla, unlimited-ocr: their classes keep the text config's fields as stated), or its
-raw fields (`generic.py`). The types whose vLLM class is transformers' own (hyperclovax, kimi_k25,
+nemo_speechlm; a length the config omits is the vLLM class's default, `VLLM_MAX_POSITIONS`), the
+fast adapter of its text config's model type (bagel, funaudiochat, isaac, kimi_vl, openvla,
+unlimited-ocr: their classes build the text config with the class of its model type), or its raw
+fields (`generic.py`); the rest are refused. The types whose vLLM class is transformers' own (hyperclovax, kimi_k25,
 minimax_m3_vl, step3p5) or transformers' DeepseekV3Config under another name (kimi_k2,
 deepseek_v32: `resolve._VLLM_CONFIG_ALIASES`) stay with transformers.
 """
@@ -216,4 +217,14 @@ VLLM_OWN_CLASSES: dict[str, str] = {
     "unlimited-ocr": "UnlimitedOCRConfig", "unlimited_ocr": "UnlimitedOCRConfig",
     "deepseek_v41": "DeepseekV41Config", "flint": "FlintConfig",
     "inkling_mm_model": "InklingMMConfig", "inkling_model": "InklingModelConfig",
+}
+
+# vLLM 0.34.0: the max_position_embeddings default of vLLM's own classes that kvplan reads through
+# a fast adapter (not mirrored above), for a config.json that omits it (the class's __init__ /
+# field default; transformers' class of the same name, where there is one, is not what vLLM reads)
+VLLM_MAX_POSITIONS: dict[str, tuple[str, int]] = {
+    "dory": ("DoryConfig", 8192), "dots3_note": ("Dots3NoteConfig", 4096),
+    "kimi_linear": ("KimiLinearConfig", 4096), "lfm3": ("Lfm3Config", 128000),
+    "flint": ("FlintConfig", 262144), "minimax_m3_mtp": ("MiniMaxM3MTPConfig", 524288),
+    "muse_spark_dspark": ("MuseSparkDSparkConfig", 131072), "k3_dspark": ("K3DSparkConfig", 4096),
 }
