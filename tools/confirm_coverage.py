@@ -471,21 +471,8 @@ OWNED_ELSEWHERE: dict[str, str] = {}
 
 # Disagreements found by this sweep that are kvplan's and still open, in words (the class and
 # the vLLM code to mirror); tools/confirm_coverage.py writes them into `confirmed`.
-OPEN = {
-    "BeamForCausalLM": (
-        "vLLM reads model type beam with its own BeamConfig (_CONFIG_REGISTRY wins over "
-        "transformers'); kvplan resolves it with transformers' BeamConfig, whose strict "
-        "validation rejects the head_dim null vLLM's class accepts [open: vLLM-own config "
-        "classes]"),
-    "HYV4ForCausalLM": (
-        "vLLM reads model type hy_v4 with its own HYV4Config (plain MLA on 34 layers); "
-        "transformers' HYV4Config derives layer_types 'indexed_attention', which kvplan's "
-        "generic path refuses [open: vLLM-own config classes]"),
-    "Alpamayo2Super": (
-        "model type alpamayo2_super has a configuration class only in vLLM; its text config "
-        "(qwen3_vl_text) is a transformers type, but kvplan's fallback for unknown top-level "
-        "types does not resolve it [open: vLLM-own config classes]"),
-}
+OPEN: dict[str, str] = {}  # none now: ownconfig-18 mirrored vLLM's own configuration classes
+# (kvplan/models/resolution/vllm_configs.py) for Beam, HYV4 and Alpamayo2Super
 
 
 def _clean(text: str) -> str:
@@ -514,7 +501,10 @@ def triage(r: dict) -> str:
     at = (f" at --max-model-len {bad['max_model_len']}"
           if bad.get("max_model_len") != runs[0].get("max_model_len") else "")
     rc = bad.get("kvplan_rc")
-    same = bool(bad.get("kvplan_error")) and _same_refusal(full, bad["kvplan_error"])
+    # kvplan's plan of a refusal carries vLLM's text without its exception type
+    same = bool(bad.get("kvplan_error")) and any(
+        _same_refusal(text, bad["kvplan_error"])
+        for text in (full, re.sub(r"^\w+(?:Error|Exception): ", "", full)))
     kv = ("kvplan refuses it with the same message" if same else "kvplan plans it"
           if rc in (0, 1) else "kvplan refuses it too" if rc is not None else "")
     if v == "VLLM_CANNOT_BUILD":
@@ -630,7 +620,7 @@ def write(a: argparse.Namespace) -> int:
             (folder / "config.json").unlink(missing_ok=True)
     # built configs and goldens of rows that are not (or no longer) confirmed go (--prune;
     # `recheck` writes a missing built config again from WORK/choices.json)
-    for folder in sorted(BUILT.iterdir()) if BUILT.is_dir() and a.prune else []:
+    for folder in sorted(BUILT.iterdir()) if BUILT.is_dir() and a.prune and not a.only else []:
         if folder.is_dir() and not any(
                 rw["architecture"] == folder.name and rw["confirmed"].startswith(("real:",
                                                                                   "defaults:"))

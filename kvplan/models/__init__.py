@@ -404,7 +404,8 @@ def describe_model(config: Mapping[str, Any], *, source: str,
         if desc.pooling_defaults is None and not desc.draft_method:
             from kvplan.models.pooling import mark_pooling
             desc = mark_pooling(desc, top)
-        return wrapper_layer_names(_with_raw_facts(desc, top))
+        from kvplan.models.resolution.constructor import with_constructor_error
+        return wrapper_layer_names(_with_raw_facts(with_constructor_error(desc, top), top))
 
 
 def length_only_description(config: Mapping[str, Any], source: str) -> ModelDescription:

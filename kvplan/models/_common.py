@@ -336,6 +336,12 @@ def max_positions(text: Cfg, top: Cfg | None = None) -> int | None:
     value = text.get_int("max_position_embeddings", None)
     if value is not None or top is None:
         return value
+    from kvplan.models.resolution.vllm_configs import VLLM_MAX_POSITIONS
+    own = VLLM_MAX_POSITIONS.get(str(text.get("model_type") or top.get("model_type")))
+    if own is not None:  # vLLM reads the type with its own class: that class's default
+        top.warn(f"'{text.field('max_position_embeddings')}' is absent: used vLLM's {own[0]} "
+                 f"default max_position_embeddings = {own[1]}")
+        return own[1]
     from kvplan.models.resolution.accessors import derive_max_model_len
     from kvplan.models.resolution.resolve import resolve
     try:

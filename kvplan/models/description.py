@@ -258,6 +258,11 @@ class ModelDescription(FrozenStrict):
     # vLLM builds the model with its Transformers modeling backend (a Transformers* class:
     # named so, or an architecture its registry lacks whose transformers class the backend takes)
     transformers_backend: bool = False
+    # what the model class's constructor raises on this config.json (Hugging Face format), in
+    # vLLM's words: (exception type, message); None: it builds. vLLM reads a Mistral-format
+    # folder (params.json + consolidated*.safetensors) instead, on which it builds: the pipeline
+    # clears it for such a folder (kvplan.pipeline.request.with_model_folder)
+    hf_format_constructor_error: tuple[str, str] | None = None
     # Qwen-style GDN layers export FlashInfer prefill checkpoints in align mode (False: the
     # layers keep MambaBase's spec, e.g. OLMo-Hybrid's OlmoHybridGatedDeltaNetAttention)
     gdn_prefill_checkpoints: bool = True

@@ -143,9 +143,24 @@ def with_model_folder(target: ModelDescription, files: Any) -> ModelDescription:
     from kvplan.sources.st_modules import read_st_modules
 
     st = read_st_modules(files)
-    return target.model_copy(update={
+    update: dict[str, Any] = {
         "model_folder_read": st.known,
-        "st_pooling": None if st.pooling is None else st_pooling_types(st.pooling)})
+        "st_pooling": None if st.pooling is None else st_pooling_types(st.pooling)}
+    if target.hf_format_constructor_error is not None:
+        from kvplan.sources.hub import mistral_format
+
+        mistral = mistral_format(files)
+        if mistral is not False:  # vLLM reads params.json (or kvplan cannot tell): it builds
+            update["hf_format_constructor_error"] = None
+            error_type, message = target.hf_format_constructor_error
+            update["warnings"] = (*target.warnings, (
+                "vLLM reads this model's Mistral-format params.json (consolidated*.safetensors "
+                "and params.json beside config.json)" if mistral else
+                "the hub repo's file list is not available here: if it has no Mistral-format "
+                "checkpoint (params.json, consolidated*.safetensors), vLLM reads config.json and "
+                f"its model class raises {error_type}: {message}")
+                + "; kvplan planned the model from config.json")
+    return target.model_copy(update=update)
 
 
 def text_config(cfg: dict[str, Any], source: str) -> dict[str, Any]:

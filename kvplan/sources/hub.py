@@ -26,6 +26,7 @@ __all__ = [
     "QUANT_CONFIG_FILE",
     "ModelFiles",
     "load_model_files",
+    "mistral_format",
     "safetensors_headers",
 ]
 
@@ -274,6 +275,31 @@ def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | 
 
 # --------------------------------------------------------------------------------------------
 # Safetensors headers (dtype/shape of every tensor) without reading tensor data.
+
+
+def mistral_format(files: ModelFiles) -> bool | None:
+    """Whether vLLM reads this model in Mistral format (params.json) rather than config.json:
+    vLLM's get_config with config_format "auto" — consolidated*.safetensors among the model's
+    files (repo_utils.is_mistral_model_repo: a local folder's files, the hub repo's listing) and
+    a params.json. None: the hub listing is not available here (offline, unreachable)."""
+    from fnmatch import fnmatch
+
+    if not files.is_hub:
+        folder = Path(files.local_dir or ".")
+        names = [str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file()]
+        return "params.json" in names and any(
+            fnmatch(n, "consolidated*.safetensors") for n in names)
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    expected: tuple[type[BaseException], ...] = (
+        errors.HfHubHTTPError, errors.HFValidationError, OSError, *network_types())
+    try:
+        names = huggingface_hub.list_repo_files(files.repo_id or "",
+                                                revision=files.commit_hash or files.revision)
+    except expected:  # offline (vLLM's own lookup then sees no file either), unreachable
+        return None
+    return "params.json" in names and any(fnmatch(n, "consolidated*.safetensors") for n in names)
 
 
 def safetensors_headers(files: ModelFiles) -> dict[str, dict] | None:

@@ -76,7 +76,13 @@ def transformers_version() -> str:
 
 
 def has_config_class(model_type: str) -> bool:
-    """Whether the installed transformers has a configuration class for `model_type`."""
+    """Whether vLLM reads `model_type` with a configuration class kvplan resolves: vLLM's own
+    (`vllm_configs`, its _CONFIG_REGISTRY) or the installed transformers'."""
+    from kvplan.models.resolution.vllm_configs import VLLM_CONFIG_CLASSES, VLLM_OWN_CLASSES
+    if model_type in VLLM_CONFIG_CLASSES:
+        return True
+    if model_type in VLLM_OWN_CLASSES:  # vLLM's class wins; transformers' is never read
+        return False
     with _quiet_transformers():
         from transformers import CONFIG_MAPPING
     return _VLLM_CONFIG_ALIASES.get(model_type, model_type) in CONFIG_MAPPING
@@ -92,36 +98,54 @@ def resolve(config: Mapping[str, Any], source: str, *, raw_fields: bool = False)
     """config.json → transformers' configuration class instance and its text config.
 
     vLLM: transformers_utils/config.get_config (AutoConfig path, trust_remote_code=False) and
-    get_hf_text_config. Raises UnsupportedError when transformers has no class for the model type
-    (vLLM would need its own config class or the checkpoint's remote code) and ConfigError when the
-    class rejects the values.
+    get_hf_text_config. vLLM's own class wins for the model types of `vllm_configs` (vLLM:
+    _CONFIG_REGISTRY, registered over transformers' class by _maybe_register_hf_config).
+    Raises UnsupportedError when neither has a class for the model type (vLLM would need the
+    checkpoint's remote code) and ConfigError when the class rejects the values.
     """
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise ConfigError(f"{source}: config.json has no 'model_type', which transformers needs to "
                           "pick the configuration class", hint=SPECS_HINT)
+    from kvplan.models.resolution.vllm_configs import VLLM_CONFIG_CLASSES, VLLM_OWN_CLASSES
+    own = VLLM_CONFIG_CLASSES.get(model_type)
+    if own is not None:
+        config = own.build(config, source)
     with _quiet_transformers():
         from transformers import CONFIG_MAPPING
         class_type = _VLLM_CONFIG_ALIASES.get(model_type, model_type)
-        if class_type not in CONFIG_MAPPING and raw_fields and has_remote_config(config):
+        if model_type in VLLM_OWN_CLASSES and own is None:
+            # vLLM's own class, not mirrored: transformers' class of that name (newer
+            # transformers releases add some) is not what vLLM reads
+            class_type = ""
+        if own is not None:
+            import transformers
+            cls = getattr(transformers, own.base or "PretrainedConfig")
+        elif class_type not in CONFIG_MAPPING and raw_fields and has_remote_config(config):
             # --trust-remote-code: the checkpoint's class, which kvplan does not run, stores the
             # config.json fields as attributes; transformers' base class does the same
             from transformers import PretrainedConfig
             return _raw(PretrainedConfig, config)
-        if class_type not in CONFIG_MAPPING:
+        elif class_type not in CONFIG_MAPPING:
             import transformers
-            raise UnsupportedError(
-                f"{source}: model_type {model_type!r} has no kvplan adapter and transformers "
-                f"{transformers.__version__} has no configuration class for it (vLLM reads such "
-                "a config with a config class of its own or the checkpoint's remote code, which "
-                "kvplan does not run)", hint=SPECS_HINT, vllm_stage="config")
-        cls = CONFIG_MAPPING[class_type]
+            what = (f"vLLM reads it with its own {VLLM_OWN_CLASSES[model_type]}, which kvplan "
+                    "does not mirror" if model_type in VLLM_OWN_CLASSES else
+                    f"transformers {transformers.__version__} has no configuration class for it "
+                    "(vLLM reads such a config with a config class of its own or the checkpoint's "
+                    "remote code, which kvplan does not run)")
+            raise UnsupportedError(f"{source}: model_type {model_type!r} has no kvplan adapter "
+                                   f"and {what}", hint=SPECS_HINT, vllm_stage="config")
+        else:
+            cls = CONFIG_MAPPING[class_type]
         try:
             hf_config = cls.from_dict(copy.deepcopy(dict(config)))
         except Exception as exc:  # transformers' strict validation: any failure is the config's
             detail = " ".join(str(exc).split())[:200]
-            raise ConfigError(f"{source}: transformers' {cls.__name__} rejects this config.json "
+            whose = f"vLLM's {own.name}" if own is not None else f"transformers' {cls.__name__}"
+            raise ConfigError(f"{source}: {whose} rejects this config.json "
                               f"({type(exc).__name__}: {detail})") from None
+        if own is not None:  # the class's model_type (vLLM: _register_config_class)
+            hf_config.model_type = model_type
         for old, new in _CONFIG_ATTRS_MAPPING.items():
             if hasattr(hf_config, old) and not hasattr(hf_config, new):
                 hf_config.update({new: getattr(hf_config, old)})

@@ -158,6 +158,16 @@ def build(target: ModelDescription, dep: Deployment, draft: ModelDescription | N
         # Base._create_attention_instances), after every config check above
         raise StartupError.vllm("ValueError", target.model_init_refusal,
                                 hint="vLLM cannot build this model; kvplan has nothing to plan")
+    if target.hf_format_constructor_error is not None:
+        # vLLM: the model class's constructor on an HF-format config (e.g. voxtral.py
+        # VoxtralForConditionalGeneration reads audio_config.downsample_factor), after the
+        # config checks above (kvplan.models.resolution.constructor)
+        error_type, message = target.hf_format_constructor_error
+        raise StartupError.vllm(
+            error_type, message,
+            hint="vLLM builds this model from its Mistral-format checkpoint (params.json + "
+                 "consolidated*.safetensors beside config.json, or --config-format mistral "
+                 "--load-format mistral --tokenizer-mode mistral), not from config.json alone")
     # vLLM: VllmConfig._set_async_scheduling — off by default for pooling models
     async_scheduling = (dep.async_scheduling if dep.async_scheduling is not None
                         else pooling is None)
