@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvplan.errors import UnsupportedError
+from kvplan.errors import StartupError, UnsupportedError
 from kvplan.models.description import ModelDescription
 
 __all__ = ["describe_mistral_format"]
@@ -49,6 +49,14 @@ def describe_mistral_format(config: Mapping[str, Any], *, source: str,
             "Mistral-format params.json is not planned by kvplan",
             hint="vLLM reads its params.json (adapt_config_dict: mistral_large_4); kvplan does "
                  "not mirror that model's per-layer KV sharing and indexer cache")
+    if arch == "MixtralForCausalLM" and config.get("num_local_experts") is None:
+        # vLLM: adapt_config_dict leaves params.json's `moe` block as is for Mixtral; the class
+        # (mixtral.py MixtralModel: `num_experts=config.num_local_experts`) then fails on a
+        # params.json without a config.json to fill num_local_experts
+        raise StartupError.vllm(
+            "AttributeError", "'PreTrainedConfig' object has no attribute 'num_local_experts'",
+            hint="vLLM builds Mixtral from params.json only with a config.json "
+                                "beside it that names num_local_experts")
     same = _SAME_LAYERS_AS.get(arch)
     if same is None:
         return describe_model(config, source=source, hf_quant_config=hf_quant_config)
