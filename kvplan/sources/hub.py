@@ -320,17 +320,28 @@ def _is_mistral_folder(folder: Path) -> bool:
 
 
 def _hub_listing(repo_id: str, revision: str | None) -> list[str] | None:
-    """The repo's file list (vLLM: repo_utils.list_repo_files); None when the Hub cannot be
-    asked (offline, unreachable)."""
-    import huggingface_hub
-    from huggingface_hub import errors
+    """The repo's file list (vLLM: repo_utils.list_repo_files), asked once (no retry loop, the
+    probe's timeout); None when the Hub cannot be asked (offline, unreachable, refused)."""
+    from urllib.parse import quote
 
-    expected: tuple[type[BaseException], ...] = (
-        errors.HfHubHTTPError, errors.HFValidationError, OSError, *network_types())
-    try:
-        return list(huggingface_hub.list_repo_files(repo_id, revision=revision))
-    except expected:
+    from huggingface_hub import constants
+    from huggingface_hub.utils import build_hf_headers, get_session
+
+    if constants.is_offline_mode():
         return None
+    url = (f"{constants.ENDPOINT}/api/models/{repo_id}/tree/"
+           f"{quote(revision or 'main', safe='')}?recursive=true")
+    try:
+        response = get_session().get(url, headers=build_hf_headers(), timeout=PROBE_TIMEOUT_S)
+        if response.status_code != 200:
+            return None
+        entries = response.json()
+    except Exception:  # unreachable, or not a listing: the config.json path reports it
+        return None
+    if not isinstance(entries, list):
+        return None
+    return [str(e.get("path")) for e in entries if isinstance(e, dict)
+            and e.get("type") == "file"]
 
 
 def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
