@@ -34,6 +34,13 @@ def describe_mistral_format(config: Mapping[str, Any], *, source: str,
 
     archs = tuple(config.get("architectures") or ())
     arch = archs[0] if archs else ""
+    if arch == "VoxtralRealtimeGeneration":
+        raise UnsupportedError(
+            f"{source}: Voxtral Realtime (VoxtralRealtimeGeneration) read from its Mistral-format "
+            "params.json is not planned by kvplan: its causal audio encoder keeps a KV cache of "
+            "its own (whisper_causal.py, sliding windows pooled by audio_config.block_pool_size)",
+            hint="kvplan plans Voxtral's language model only for the non-causal encoder "
+                 "(VoxtralForConditionalGeneration)")
     if arch in WRAPPERS:
         text = dict(config.get("text_config") or {})
         quant = config.get("quantization_config")

@@ -180,6 +180,8 @@ def test_a_mistral_format_voxtral_has_the_field_its_hf_config_lacks() -> None:
     assert got["architectures"] == ["VoxtralRealtimeGeneration"]
     assert got["audio_config"]["block_pool_size"] == 4
     assert got["text_config"]["projection_size"] == 4 * 32
+    with pytest.raises(UnsupportedError, match="Voxtral Realtime"):
+        describe_mistral_format(got, source="voxtral-realtime")
 
 
 # --- which format is read (sources/hub.py, vLLM's get_config with config_format) -------------
