@@ -242,3 +242,11 @@ def test_config_format_hf_on_a_folder_without_config_json_says_so() -> None:
     res = CliRunner().invoke(app, ["check", str(DEVSTRAL), "--config-format", "hf", "--json"],
                              env={"HF_HUB_OFFLINE": "1"})
     assert res.exit_code == 2 and "no config.json" in res.stderr
+
+
+def test_a_params_json_path_stands_for_its_folder() -> None:
+    files = hub.load_model_files(str(DEVSTRAL / "params.json"))
+    assert files.config_format == "mistral" and files.local_dir == str(DEVSTRAL)
+    folder = DATA / "handmade--mistral-sliding-window-with-config-json"
+    # vLLM is given the folder: its config.json path reads the folder as vLLM does
+    assert hub.load_model_files(str(folder / "config.json")).config_format == "mistral"
