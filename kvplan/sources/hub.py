@@ -315,7 +315,12 @@ def _mistral_names(names: list[str]) -> bool:
 
 
 def _is_mistral_folder(folder: Path) -> bool:
-    names = [f.relative_to(folder).as_posix() for f in folder.rglob("*") if f.is_file()]
+    if not (folder / PARAMS_FILE).is_file():  # cheap first: no walk of a folder without one
+        return False
+    try:
+        names = [f.relative_to(folder).as_posix() for f in folder.rglob("*") if f.is_file()]
+    except OSError:
+        return False
     return _mistral_names(names)
 
 
