@@ -392,12 +392,33 @@ def _mistral_files(source: str, repo_id: str | None, revision: str | None, param
     from kvplan.models.resolution.mistral_format import parse_params, safetensors_dtype
 
     dtype = None if params.get("dtype") is not None else safetensors_dtype(dtypes or ())
-    config = parse_params(params, hf, dtypes)
+    config = parse_params(params, hf, dtypes, hf_max_positions=_hf_max_positions(params, hf))
     return ModelFiles(
         source=source, repo_id=repo_id, revision=revision, config=config,
         config_path=str(params_path), hf_quant_config=quant, local_dir=str(folder),
         commit_hash=commit, notes=(*notes, _format_note(hf, dtype)), config_format="mistral",
         hf_config=hf)
+
+
+def _hf_max_positions(params: dict, hf: dict | None) -> int | None:
+    """vLLM: config.py _maybe_retrieve_max_pos_from_hf reads config.json through transformers
+    (`get_config(config_format="hf")`): a text config without max_position_embeddings gets its
+    configuration class's default. Only asked when neither file names the length; None: the
+    raw value (or vLLM's 128000 when transformers cannot read config.json either)."""
+    if params.get("max_position_embeddings") is not None or hf is None:
+        return None
+    text = hf.get("text_config")
+    if (text if isinstance(text, dict) else hf).get("max_position_embeddings") is not None:
+        return None
+    from kvplan.errors import KvplanError
+    from kvplan.models.resolution.accessors import get_attr
+    from kvplan.models.resolution.resolve import resolve
+
+    try:
+        value = get_attr(resolve(hf, CONFIG_FILE).hf_text_config, "max_position_embeddings")
+    except KvplanError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _load_local_mistral(source: str, folder: Path, *, want_quant_config: bool) -> ModelFiles:

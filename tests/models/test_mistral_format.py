@@ -250,3 +250,19 @@ def test_a_params_json_path_stands_for_its_folder() -> None:
     folder = DATA / "handmade--mistral-sliding-window-with-config-json"
     # vLLM is given the folder: its config.json path reads the folder as vLLM does
     assert hub.load_model_files(str(folder / "config.json")).config_format == "mistral"
+
+
+def test_a_length_neither_file_names_is_config_jsons_class_default(tmp_path: Path) -> None:
+    """vLLM: _maybe_retrieve_max_pos_from_hf reads config.json through transformers, so a
+    config.json without max_position_embeddings gives MistralConfig's default (131072, what
+    vLLM 0.34.0's get_config printed on this folder); without config.json it is 128000."""
+    src = DATA / "handmade--mistral-sliding-window-with-config-json"
+    for name in ("params.json", "consolidated.safetensors"):
+        shutil.copy(src / name, tmp_path / name)
+    cfg = json.loads((src / "config.json").read_text())
+    del cfg["max_position_embeddings"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    files = hub.load_model_files(str(tmp_path))
+    assert files.config["max_position_embeddings"] == files.config["max_seq_len"] == 131072
+    (tmp_path / "config.json").unlink()
+    assert hub.load_model_files(str(tmp_path)).config["max_position_embeddings"] == 128000
