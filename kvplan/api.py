@@ -73,6 +73,7 @@ class CheckOptions(TypedDict, total=False):
     explain: bool
     async_scheduling: bool | None  # --async-scheduling/--no-async-scheduling (None: vLLM's)
     performance_mode: str | None  # --performance-mode: balanced (None), interactivity, throughput
+    config_format: str | None  # --config-format: auto (None), hf, mistral (params.json)
     enable_chunked_prefill: bool | None  # None: vLLM's default for the model
     # --workload: "8k:1k" (vLLM's notation), a list of them, or a file of (prompt, output) pairs
     workload: str | Path | Sequence[str | Path] | None
@@ -123,7 +124,7 @@ _VLLM_ONLY = {"speculative_config": "speculative_algorithm", "speculative_method
               "convert": None, "dtype": None, "allow_long_max_model_len": None,
               "enforce_eager": "disable_cuda_graph", "vllm": "sglang", "with_fix": None,
               "async_scheduling": "disable_overlap_schedule", "enable_chunked_prefill": None,
-              "workload": None, "performance_mode": None}
+              "workload": None, "performance_mode": None, "config_format": None}
 # options only SGLang reads: refused with engine="vllm"
 _SGLANG_ONLY = ("sglang", "tp_size", "pp_size", "dp_size", "enable_dp_attention",
                 "mem_fraction_static", "max_total_tokens", "context_length", "page_size",
@@ -308,7 +309,8 @@ def check(model: str, *, draft: str | None = None, engine: str = "vllm",
                   available_kv_gib=gib, data_parallel_size=o.get("data_parallel_size", 1),
                   enforce_eager=o.get("enforce_eager", False), explain=o.get("explain", False),
                   hf_overrides=_hf_overrides(o),
-                  trust_remote_code=o.get("trust_remote_code", False))
+                  trust_remote_code=o.get("trust_remote_code", False),
+                  config_format=o.get("config_format") or "auto")
     workloads = parse_workloads(o.get("workload"))  # bad --workload fails before planning
     if not workloads:
         return evaluate_plan(req)  # a start-up refusal is a plan that does not fit, too
@@ -816,7 +818,7 @@ def _fit_vllm(model: str, *, max_model_len: int | str, concurrency: int, draft: 
     base = Request(model=model, deployment=dep, revision=o.get("revision"),
                    draft=draft or spec.get("model"), gpu_memory_utilization=util,
                    enforce_eager=o.get("enforce_eager", False),
-                   hf_overrides=_hf_overrides(o))
+                   hf_overrides=_hf_overrides(o), config_format=o.get("config_format") or "auto")
     gpu = o.get("gpu")
     gpus = _names(gpu) if gpu is not None else None
     if gpu is not None and not gpus:

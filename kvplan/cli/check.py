@@ -104,6 +104,9 @@ def check(
     enable_chunked_prefill: Annotated[bool | None, Opt(
         "--enable-chunked-prefill/--no-enable-chunked-prefill", help="default: vLLM's (on)")
     ] = None,
+    config_format: Annotated[str | None, Opt(
+        "--config-format", help="vLLM's: auto (default: params.json when the folder / repo is "
+        "Mistral format, else config.json), hf, mistral")] = None,
     performance_mode: Annotated[str | None, Opt(
         "--performance-mode", help="vLLM's: balanced (default), interactivity, throughput "
         "(doubles the default max_num_batched_tokens and max_num_seqs)")] = None,
@@ -160,7 +163,7 @@ def check(
         trust_remote_code=trust_remote_code,
         allow_deprecated_quantization=allow_deprecated_quantization,
         async_scheduling=async_scheduling, enable_chunked_prefill=enable_chunked_prefill,
-        performance_mode=performance_mode,
+        performance_mode=performance_mode, config_format=config_format,
         workload=workload)
     raise typer.Exit(emit(plan, fmt, as_json))
 

@@ -21,7 +21,7 @@ _VLLM_KEYS = ("speculative_config", "speculative_method", "num_speculative_token
               "runner", "convert", "available_kv_gib", "gpu_memory_utilization",
               "enforce_eager", "hf_overrides", "vllm", "with_fix", "kv_cache_dtype",
               "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-              "revision", "gpu_memory", "kv_cache_memory", "max_model_len")
+              "revision", "gpu_memory", "kv_cache_memory", "max_model_len", "config_format")
 
 
 def run_side_by_side(values: dict[str, Any], sg: dict[str, Any], given: set[str],

@@ -23,7 +23,7 @@ VLLM_ONLY = ("specs", "speculative_config", "speculative_method", "num_speculati
              "mamba_ssm_cache_dtype", "num_gpu_blocks_override", "runner", "convert",
              "available_kv_gib", "gpu_memory_utilization", "enforce_eager", "hf_overrides",
              "vllm", "with_fix", "workload", "async_scheduling", "enable_chunked_prefill",
-             "performance_mode")
+             "performance_mode", "config_format")
 SGLANG_ONLY = tuple(SGLANG_OPTIONS)
 # check's options both engines read, under the names kvplan.check takes for SGLang
 SHARED = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",

@@ -21,7 +21,7 @@ from kvplan.units import parse_kv_cache_memory_bytes, parse_size_bytes, read_tok
 REQUEST_KEYS = {"model", "revision", "draft", "gpu", "gpu_memory", "gpu_memory_utilization",
                 "kv_cache_memory", "kv_cache_memory_bytes", "available_kv_gib",
                 "data_parallel_size", "enforce_eager", "speculative_config", "serve", "name",
-                "hf_overrides", "trust_remote_code"}
+                "hf_overrides", "trust_remote_code", "config_format"}
 DEPLOYMENT_KEYS = {f.name for f in fields(Deployment)} - {
     "sm", "gpu_name", "gpu_total_memory_bytes", "available_kv_bytes"}
 ALIASES = {"vllm": "vllm_version", "kv_dtype": "kv_cache_dtype", "tp": "tensor_parallel_size",

@@ -38,6 +38,7 @@ class Request:
     label: str | None = None
     hf_overrides: str | None = None  # vLLM's --hf-overrides, as canonical JSON (hashable)
     trust_remote_code: bool = False  # vLLM's --trust-remote-code
+    config_format: str = "auto"  # vLLM's --config-format: auto, hf (config.json), mistral
     # weights that leave no KV memory: search the fewest GPUs and bigger GPUs (fit turns it off)
     diagnose_weights: bool = True
 
@@ -63,13 +64,19 @@ def resolve(req: Request) -> Resolved:
     from kvplan import models as config
     from kvplan.models.resolution.overrides import apply_hf_overrides, overrides_note
     from kvplan.sources import hub
-    files = hub.load_model_files(req.model, revision=req.revision)
+    files = hub.load_model_files(req.model, revision=req.revision,
+                                 config_format=req.config_format)
     overrides = json.loads(req.hf_overrides) if req.hf_overrides else None
     target_config = apply_hf_overrides(files.config, overrides)
     remote_note = _config_readable(req, files, target_config)
     try:
-        target = config.describe_model(target_config, source=req.model,
-                                       hf_quant_config=files.hf_quant_config)
+        if files.config_format == "mistral":
+            from kvplan.models.mistral import describe_mistral_format
+            target = describe_mistral_format(target_config, source=req.model,
+                                             hf_quant_config=files.hf_quant_config)
+        else:
+            target = config.describe_model(target_config, source=req.model,
+                                           hf_quant_config=files.hf_quant_config)
     except UnsupportedError as exc:
         _length_check_first(req, target_config, exc)
         raise
@@ -104,6 +111,15 @@ def _config_readable(req: Request, files: Any, cfg: dict[str, Any]) -> str | Non
 
     from kvplan.models.resolution.remote_code import check_config_readable
 
+    if getattr(files, "config_format", "hf") == "mistral":
+        # vLLM's MistralConfigParser builds the config itself (no transformers class, no remote
+        # code): only the registry's architecture check applies
+        from kvplan.models.resolution.arch_resolution import unresolved_architecture_error
+
+        refusal = unresolved_architecture_error(cfg, req.deployment.vllm_version)
+        if refusal is not None:
+            raise refusal
+        return None
     if files.is_hub:
         name, local = files.repo_id, None
     else:  # vLLM is given the folder (a config.json path stands for its folder)

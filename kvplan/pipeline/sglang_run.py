@@ -75,7 +75,9 @@ def _loader_request(req: SglangRequest, dep: SglangDeployment | None = None) -> 
                                          tensor_parallel_size=d.tp_size,
                                          pipeline_parallel_size=d.pp_size),
                    kv_cache_memory_bytes=req.kv_budget_bytes, hf_overrides=req.hf_overrides,
-                   diagnose_weights=False)
+                   # SGLang's config.json reading is what kvplan mirrors for it; vLLM's
+                   # Mistral-format reading (params.json) is vLLM's alone
+                   config_format="hf", diagnose_weights=False)
 
 
 def resolve_sglang(req: SglangRequest) -> SglangInputs:

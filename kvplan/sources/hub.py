@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 CONFIG_FILE = "config.json"
+PARAMS_FILE = "params.json"  # a Mistral-format checkpoint's config (vLLM: MISTRAL_CONFIG_NAME)
+CONFIG_FORMATS = ("auto", "hf", "mistral")  # vLLM's --config-format
 QUANT_CONFIG_FILE = "hf_quant_config.json"  # ModelOpt checkpoints (NVFP4/FP8): KV-cache quant algo
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 MAX_SAFETENSORS_HEADER_BYTES = 100 * 1000 * 1000  # the safetensors library's own limit
@@ -53,6 +55,11 @@ class ModelFiles:
     local_dir: str | None  # folder holding config.json (local, or the cache snapshot)
     commit_hash: str | None = None  # hub models: the commit the cached snapshot belongs to
     notes: tuple[str, ...] = ()  # assumptions made while loading (e.g. quant config not cached)
+    # the format vLLM reads the model in: "hf" (config.json) or "mistral" (params.json, adapted
+    # by kvplan.models.resolution.mistral_format into `config`); then `hf_config` is config.json's
+    # raw dict beside it (None: the checkpoint has none)
+    config_format: str = "hf"
+    hf_config: dict[str, Any] | None = None
 
     @property
     def is_hub(self) -> bool:
@@ -100,14 +107,21 @@ def load_model_files(
     *,
     revision: str | None = None,
     want_quant_config: bool = True,
+    config_format: str = "auto",
 ) -> ModelFiles:
     """Read a model's `config.json` (and `hf_quant_config.json` if present).
 
     `source` is a path to a JSON config file, a local folder holding `config.json`, or a hub id
     `ORG/NAME` with an optional `@REVISION` (or `revision=`). It is local only if the path exists.
+    `config_format` is vLLM's `--config-format`: "auto" reads a Mistral-format checkpoint
+    (consolidated*.safetensors and params.json) from params.json as vLLM does, "hf" always
+    config.json, "mistral" always params.json.
     Raises `ConfigError` for unreadable or malformed files, `HubError` for hub/cache failures,
     `InputError` for contradictory arguments.
     """
+    if config_format not in CONFIG_FORMATS:
+        raise InputError(f"unknown config format '{config_format}'",
+                         hint=f"one of {', '.join(CONFIG_FORMATS)} (vLLM's --config-format)")
     path = Path(os.path.expanduser(source))
     if source and path.exists():
         if revision is not None:
@@ -115,7 +129,8 @@ def load_model_files(
                 f"a revision ('{revision}') was given, but '{source}' is a local path",
                 hint="revisions apply to hub models (ORG/NAME@REV); drop it or pass a hub id",
             )
-        return _load_local(source, path, want_quant_config=want_quant_config)
+        return _load_local(source, path, want_quant_config=want_quant_config,
+                           config_format=config_format)
 
     hub = None if _looks_like_path(source) else _split_hub_id(source, revision)
     if hub is None:
@@ -124,10 +139,17 @@ def load_model_files(
             hint="pass a config.json, a folder holding one, or a hub model id ORG/NAME[@REVISION]",
         )
     repo_id, rev = hub
-    return _load_hub(source, repo_id, rev, want_quant_config=want_quant_config)
+    return _load_hub(source, repo_id, rev, want_quant_config=want_quant_config,
+                     config_format=config_format)
 
 
-def _load_local(source: str, path: Path, *, want_quant_config: bool) -> ModelFiles:
+def _load_local(source: str, path: Path, *, want_quant_config: bool,
+                config_format: str = "auto") -> ModelFiles:
+    folder = path if path.is_dir() else path.parent
+    if path.is_file() and path.name == PARAMS_FILE and config_format == "auto":
+        config_format = "mistral"  # a params.json given itself
+    if config_format == "mistral" or (config_format == "auto" and _is_mistral_folder(folder)):
+        return _load_local_mistral(source, folder, want_quant_config=want_quant_config)
     if path.is_dir():
         folder = path
         config_path = path / CONFIG_FILE
@@ -159,8 +181,14 @@ def _load_local(source: str, path: Path, *, want_quant_config: bool) -> ModelFil
 
 
 def _load_hub(
-    source: str, repo_id: str, revision: str | None, *, want_quant_config: bool
+    source: str, repo_id: str, revision: str | None, *, want_quant_config: bool,
+    config_format: str = "auto",
 ) -> ModelFiles:
+    if config_format != "hf":
+        mistral = config_format == "mistral" or _hub_is_mistral(repo_id, revision)
+        if mistral:
+            return _load_hub_mistral(source, repo_id, revision,
+                                     want_quant_config=want_quant_config)
     try:
         config_file = Path(_hub_download(repo_id, CONFIG_FILE, revision))
     except Exception as e:
@@ -271,6 +299,206 @@ def _fetch_hub_quant_config(repo_id: str, revision: str | None) -> tuple[dict | 
 
 
 # --------------------------------------------------------------------------------------------
+# Mistral-format checkpoints (params.json + consolidated*.safetensors), read as vLLM reads them:
+# transformers_utils/config.py get_config (format detection) and MistralConfigParser.parse.
+
+_CONSOLIDATED = "consolidated*.safetensors"
+
+
+def _mistral_names(names: list[str]) -> bool:
+    """vLLM: repo_utils.is_mistral_model_repo (a file whose base name matches) and
+    file_or_path_exists(params.json) at the top of the repo."""
+    from fnmatch import fnmatch
+
+    return PARAMS_FILE in names and any(fnmatch(n.rsplit("/", 1)[-1], _CONSOLIDATED)
+                                        for n in names)
+
+
+def _is_mistral_folder(folder: Path) -> bool:
+    if not (folder / PARAMS_FILE).is_file():  # cheap first: no walk of a folder without one
+        return False
+    try:
+        names = [f.relative_to(folder).as_posix() for f in folder.rglob("*") if f.is_file()]
+    except OSError:
+        return False
+    return _mistral_names(names)
+
+
+def _hub_listing(repo_id: str, revision: str | None) -> list[str] | None:
+    """The repo's file list (vLLM: repo_utils.list_repo_files), asked once (no retry loop, the
+    probe's timeout); None when the Hub cannot be asked (offline, unreachable, refused)."""
+    from urllib.parse import quote
+
+    from huggingface_hub import constants
+    from huggingface_hub.utils import build_hf_headers, get_session
+
+    if constants.is_offline_mode():
+        return None
+    url = (f"{constants.ENDPOINT}/api/models/{repo_id}/tree/"
+           f"{quote(revision or 'main', safe='')}?recursive=true")
+    try:
+        response = get_session().get(url, headers=build_hf_headers(), timeout=PROBE_TIMEOUT_S)
+        if response.status_code != 200:
+            return None
+        entries = response.json()
+    except Exception:  # unreachable, or not a listing: the config.json path reports it
+        return None
+    if not isinstance(entries, list):
+        return None
+    return [str(e.get("path")) for e in entries if isinstance(e, dict)
+            and e.get("type") == "file"]
+
+
+def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
+    """The cache snapshot folder holding this repo's params.json, if cached."""
+    import huggingface_hub
+
+    cached = huggingface_hub.try_to_load_from_cache(repo_id, PARAMS_FILE, revision=revision)
+    return Path(cached).parent if isinstance(cached, str) else None
+
+
+def _hub_is_mistral(repo_id: str, revision: str | None) -> bool:
+    names = _hub_listing(repo_id, revision)
+    if names is not None:
+        return _mistral_names(names)
+    # offline / unreachable: what the cache holds (vLLM, offline, sees no listing and reads
+    # config.json; kvplan plans the model the online vLLM serves, from the cached files)
+    snapshot = _cached_snapshot(repo_id, revision)
+    return snapshot is not None and _is_mistral_folder(snapshot)
+
+
+def _mistral_missing(model: str) -> ConfigError:
+    # vLLM: config.py _download_mistral_config_file
+    return ConfigError(
+        f"Failed to load mistral '{PARAMS_FILE}' config for model {model}. Please check if the "
+        "model is a mistral-format model and if the config file exists.",
+        hint="--config-format mistral needs a params.json; auto/hf read config.json")
+
+
+def _format_note(hf: dict | None, dtype_from: str | None) -> str:
+    note = ("vLLM reads this model in Mistral format: params.json (consolidated*.safetensors "
+            "beside it, or --config-format mistral), adapted as vLLM's adapt_config_dict does")
+    if hf is not None:
+        note += "; config.json only fills the fields params.json lacks"
+    if dtype_from:
+        note += f"; model dtype {dtype_from} read from the safetensors headers"
+    return note
+
+
+def _mistral_files(source: str, repo_id: str | None, revision: str | None, params: dict,
+                   params_path: Path, hf: dict | None, dtypes: list[str] | None,
+                   quant: dict | None, folder: Path, commit: str | None,
+                   notes: list[str]) -> ModelFiles:
+    from kvplan.models.resolution.mistral_format import parse_params, safetensors_dtype
+
+    dtype = None if params.get("dtype") is not None else safetensors_dtype(dtypes or ())
+    config = parse_params(params, hf, dtypes, hf_max_positions=_hf_max_positions(params, hf))
+    return ModelFiles(
+        source=source, repo_id=repo_id, revision=revision, config=config,
+        config_path=str(params_path), hf_quant_config=quant, local_dir=str(folder),
+        commit_hash=commit, notes=(*notes, _format_note(hf, dtype)), config_format="mistral",
+        hf_config=hf)
+
+
+def _hf_max_positions(params: dict, hf: dict | None) -> int | None:
+    """vLLM: config.py _maybe_retrieve_max_pos_from_hf reads config.json through transformers
+    (`get_config(config_format="hf")`): a text config without max_position_embeddings gets its
+    configuration class's default. Only asked when neither file names the length; None: the
+    raw value (or vLLM's 128000 when transformers cannot read config.json either)."""
+    if params.get("max_position_embeddings") is not None or hf is None:
+        return None
+    text = hf.get("text_config")
+    if (text if isinstance(text, dict) else hf).get("max_position_embeddings") is not None:
+        return None
+    from kvplan.errors import KvplanError
+    from kvplan.models.resolution.accessors import get_attr
+    from kvplan.models.resolution.resolve import resolve
+
+    try:
+        value = get_attr(resolve(hf, CONFIG_FILE).hf_text_config, "max_position_embeddings")
+    except KvplanError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _load_local_mistral(source: str, folder: Path, *, want_quant_config: bool) -> ModelFiles:
+    params_path = folder / PARAMS_FILE
+    if not params_path.is_file():
+        raise _mistral_missing(str(folder))
+    params = read_json_object(params_path)
+    hf = read_json_object(folder / CONFIG_FILE) if (folder / CONFIG_FILE).is_file() else None
+    dtypes = None
+    if params.get("dtype") is None:
+        # vLLM: config.py _read_safetensors_metadata_in_dir (every *.safetensors of the folder)
+        dtypes = [str(info["dtype"]) for p in sorted(folder.glob("*.safetensors")) if p.is_file()
+                  for name, info in read_safetensors_header(p).items() if name != "__metadata__"]
+    quant_path = folder / QUANT_CONFIG_FILE
+    quant = read_json_object(quant_path) if want_quant_config and quant_path.is_file() else None
+    return _mistral_files(source, None, None, params, params_path, hf, dtypes, quant, folder,
+                          None, [])
+
+
+def _load_hub_mistral(source: str, repo_id: str, revision: str | None, *,
+                      want_quant_config: bool) -> ModelFiles:
+    try:
+        params_path = Path(_hub_download(repo_id, PARAMS_FILE, revision))
+    except Exception as e:
+        mapped = map_hub_error(e, repo_id, revision, PARAMS_FILE)
+        if mapped is None:
+            raise
+        raise mapped from e
+    snapshot = params_path.parent
+    commit = snapshot.name if _COMMIT.match(snapshot.name) else None
+    params = read_json_object(params_path, label=f"{PARAMS_FILE} of {repo_id} ({params_path})",
+                              hint=damaged_hint(repo_id, revision, PARAMS_FILE))
+    notes: list[str] = []
+    hf = None
+    try:
+        hf_path = Path(_hub_download(repo_id, CONFIG_FILE, commit or revision))
+        hf = read_json_object(hf_path, label=f"{CONFIG_FILE} of {repo_id} ({hf_path})",
+                              hint=damaged_hint(repo_id, revision, CONFIG_FILE))
+    except ConfigError:
+        raise
+    except Exception:  # vLLM: PreTrainedConfig.get_config_dict raising OSError → {}
+        hf = None
+    dtypes = None
+    if params.get("dtype") is None:
+        dtypes = _hub_param_dtypes(repo_id, commit or revision, snapshot)
+        if dtypes is None:
+            notes.append(f"the safetensors headers of {repo_id} are not available here: its "
+                         "params.json has no dtype, so the model dtype is config.json's or "
+                         "assumed")
+    quant: dict | None = None
+    if want_quant_config:
+        quant, quant_notes = _fetch_hub_quant_config(repo_id, commit or revision)
+        notes += quant_notes
+    return _mistral_files(source, repo_id, revision, params, params_path, hf, dtypes, quant,
+                          snapshot, commit, notes)
+
+
+def _hub_param_dtypes(repo_id: str, revision: str | None, snapshot: Path) -> list[str] | None:
+    """The tensors' dtypes of a Mistral-format hub checkpoint (vLLM: MistralConfigParser.parse
+    reads get_safetensors_params_metadata with consolidated.safetensors as the single file)."""
+    local = [p for p in sorted(snapshot.glob("*.safetensors")) if p.is_file()]
+    if local:
+        return [str(info["dtype"]) for p in local
+                for name, info in read_safetensors_header(p).items() if name != "__metadata__"]
+    import huggingface_hub
+    from huggingface_hub import constants, errors
+
+    single, index = constants.SAFETENSORS_SINGLE_FILE, constants.SAFETENSORS_INDEX_FILE
+    constants.SAFETENSORS_SINGLE_FILE = "consolidated.safetensors"
+    constants.SAFETENSORS_INDEX_FILE = "consolidated.safetensors.index.json"
+    expected: tuple[type[BaseException], ...] = (
+        errors.HfHubHTTPError, errors.EntryNotFoundError, errors.NotASafetensorsRepoError,
+        errors.SafetensorsParsingError, errors.HFValidationError, OSError, *network_types())
+    try:
+        meta = huggingface_hub.get_safetensors_metadata(repo_id, revision=revision)
+    except expected:
+        return None
+    finally:
+        constants.SAFETENSORS_SINGLE_FILE, constants.SAFETENSORS_INDEX_FILE = single, index
+    return [str(t.dtype) for f in meta.files_metadata.values() for t in f.tensors.values()]
 
 
 # --------------------------------------------------------------------------------------------

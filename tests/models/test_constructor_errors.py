@@ -39,11 +39,13 @@ def test_a_mistral_format_folder_is_planned(tmp_path: Path) -> None:
     # (repo_utils.is_mistral_model_repo), and its class builds
     folder = tmp_path / "voxtral"
     shutil.copytree(VOXTRAL, folder)
-    (folder / "params.json").write_text("{}")
-    (folder / "consolidated.safetensors").write_bytes(b"")
+    mistral = Path(__file__).parents[1] / "data" / "mistral-format" / "handmade--voxtral-audio"
+    for name in ("params.json", "consolidated.safetensors"):
+        shutil.copy(mistral / name, folder / name)
     plan = kvplan.check(str(folder), max_model_len=32768, **FLAGS)
     assert not plan.refused_at_startup and plan.fits
-    assert any("Mistral-format params.json" in w for w in plan.warnings)
+    assert any(w.startswith("vLLM reads this model in Mistral format: params.json")
+               for w in plan.warnings)
     (folder / "consolidated.safetensors").unlink()  # params.json alone is not Mistral format
     assert kvplan.check(str(folder), max_model_len=32768, **FLAGS).refused_at_startup
 

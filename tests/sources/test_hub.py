@@ -849,3 +849,40 @@ def test_probe_retries_once_only_what_a_retry_can_fix(monkeypatch, status, calls
     with pytest.raises(HubError):
         load_model_files("org/name")
     assert len(seen) == calls and sleeps == [1.0] * (calls - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Mistral-format hub repos (params.json + consolidated*.safetensors): vLLM's get_config reads
+# params.json; offline, kvplan reads the cached snapshot's files
+
+
+MISTRAL_DIR = REPO_ROOT / "tests" / "data" / "mistral-format"
+
+
+def test_a_cached_mistral_format_repo_is_read_from_params_json(cache):
+    folder = MISTRAL_DIR / "mistralai--Devstral-Small-2507"
+    make_hub_cache(cache, "mistralai/Devstral-Small-2507", {
+        "params.json": folder / "params.json",
+        "consolidated.safetensors": folder / "consolidated.safetensors"},
+        no_exist=["config.json", "hf_quant_config.json"])
+    files = load_model_files("mistralai/Devstral-Small-2507")
+    assert files.config_format == "mistral" and files.hf_config is None
+    assert files.config_path.endswith("params.json")
+    assert files.config["architectures"] == ["MistralForCausalLM"]
+    assert files.config["dtype"] == "bfloat16"  # the cached consolidated.safetensors header
+    assert files.config["max_position_embeddings"] == 128000
+    # --config-format hf: vLLM reads config.json, which this repo has not
+    with pytest.raises(KvplanError):
+        load_model_files("mistralai/Devstral-Small-2507", config_format="hf")
+
+
+def test_a_cached_repo_without_consolidated_weights_stays_hf(cache):
+    folder = MISTRAL_DIR / "handmade--mistral-sliding-window-with-config-json"
+    make_hub_cache(cache, "org/mistral-hf", {
+        "params.json": folder / "params.json", "config.json": folder / "config.json"},
+        no_exist=["hf_quant_config.json"])
+    files = load_model_files("org/mistral-hf")
+    assert files.config_format == "hf" and files.config == fixture_json(folder)
+    forced = load_model_files("org/mistral-hf", config_format="mistral")
+    assert forced.config_format == "mistral" and forced.hf_config == fixture_json(folder)
+    assert forced.config["layer_types"] == ["sliding_attention"] * 32
