@@ -79,6 +79,21 @@ def test_goldens_exist() -> None:
     assert len(GOLDENS) >= 50, "tests/data/vllm-e2e-*/ lost its golden files"
 
 
+# held-out sets: real configs kvplan had not seen, each with vLLM's base start-up as a golden
+# (tests/data/vllm-e2e-0.34.0/README.md lists the ones vLLM's harness could not run)
+HELDOUT_NOT_GOLDEN = {"meta-llama--Llama-3.2-90B-Vision-Instruct", "mistralai--Voxtral-Mini-3B-2507"}
+
+
+@pytest.mark.parametrize("folder", ["heldout-configs", "heldout-configs-2"])
+def test_every_heldout_config_has_a_base_golden(folder: str) -> None:
+    configs = {p.parent.name for p in (DATA / folder).glob("*/config.json")}
+    covered = {Path(c).name for path in GOLDENS if "@" not in path.stem
+               for c in json.loads(path.read_text())["config_paths"]
+               if c.startswith(f"tests/data/{folder}/")}
+    assert configs, folder
+    assert configs - covered == HELDOUT_NOT_GOLDEN & configs
+
+
 def _refusal(model: str, golden: dict, config_path: str) -> str | None:
     """kvplan's refusal of a deployment vLLM refuses: vLLM's message as kvplan words it (a
     start-up refusal is a plan that does not fit, refused_at_startup, with vLLM's error text; or
