@@ -144,8 +144,14 @@ def test_kvplan_plans_what_vllm_starts(case: tuple[Path, str]) -> None:
     assert got_groups == want_groups
     if golden["fits"]:
         assert got["num_blocks"] == golden["num_blocks"]
-        assert got["max_concurrency"] == pytest.approx(golden["max_concurrency"], rel=1e-9)
-        assert got["kv_cache_size_tokens"] == golden["kv_cache_size_tokens"]
+        # a model without KV cache (encoder-only pooling: no groups) has no capacity in vLLM's
+        # start-up, and the harness then writes no max_concurrency / kv_cache_size_tokens
+        want_concurrency = golden.get("max_concurrency")
+        if want_concurrency is None:
+            assert got["max_concurrency"] is None
+        else:
+            assert got["max_concurrency"] == pytest.approx(want_concurrency, rel=1e-9)
+        assert got["kv_cache_size_tokens"] == golden.get("kv_cache_size_tokens")
         assert got["max_model_len_after_planning"] == golden["max_model_len_after_planning"]
     else:
         assert (got["error"] or {}).get("message") == (golden["plan_error"] or {}).get("message")
