@@ -129,6 +129,13 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
     return _generic(top, r, hf_quant_config, note)
 
 
+# vLLM: SpeculativeConfig.hf_config_override — architectures kvplan plans through transformers
+# whose method "mtp" drafter is num_nextn_predict_layers copies of the target's own decoder layer,
+# numbered after it (mtp_start_layer_idx = num_hidden_layers) under the target's layer names
+# (glm4_moe_mtp.py Glm4MoeMultiTokenPredictor: model.layers.<n + k>.self_attn.attn)
+OWN_LAYER_MTP = frozenset({"Glm4MoeForCausalLM"})
+
+
 def _what(r: Resolved, archs: tuple[str, ...]) -> str:
     return f"model_type {r.text_model_type or r.model_type!r} (architectures: {', '.join(archs) or 'none'})"
 
@@ -214,6 +221,13 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope = int(acc.get_attr(r.hf_text_config, "qk_rope_head_dim", 0) or 0)
         layers = [mla(i, name_of(i), kv_lora_rank=rank,
                       qk_rope_head_dim=rope) for i in range(n)]
+    n_mtp = 0
+    mtp_layers: list[LayerDescription] = []
+    if arch in OWN_LAYER_MTP and not use_mla:
+        n_mtp = int(acc.get_attr(r.hf_text_config, "num_nextn_predict_layers", 0) or 0)
+        mtp_layers = [attention(n + k, name_of(n + k), kv_heads=acc.total_num_kv_heads(r, None),
+                                head_size=acc.head_size(r, None), window=model_window)
+                      for k in range(n_mtp)]
     max_len, _ = acc.derive_max_model_len(r)
     text = text_cfg(top)
     dtype = acc.config_dtype(r)
@@ -247,6 +261,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
+        num_nextn_predict_layers=n_mtp,
+        mtp_layers=tuple(mtp_layers),
         warnings=tuple(top.warnings),
     )
 
