@@ -196,3 +196,22 @@ def test_mtp_glm4_moe_through_transformers() -> None:
     config["num_nextn_predict_layers"] = 0
     with pytest.raises(UnsupportedError, match="no MTP modules"):
         mtp_draft(describe_model(config, source="edited"))
+
+
+def test_mtp_exaone_moe_through_transformers() -> None:
+    # coverage-configs ExaoneMoeForCausalLM (no num_nextn_predict_layers: ExaoneMoeMTP's getattr
+    # default 1): one layer mtp.layers.0, of layer_types[0]'s kind (sliding_attention) with the
+    # model's sliding_window 4096 (no sliding_windows / mtp_* lists), numbered after 32 layers.
+    # vLLM 0.34 (tools/vllm_e2e_ext.py, --max-model-len 2048, MTP k=1) groups it with the target's
+    # sliding layers: 5120 blocks, as kvplan plans it
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "coverage-configs" / "ExaoneMoeForCausalLM"
+    m = describe_model(json.loads((path / "config.json").read_text()), source=str(path))
+    d = mtp_draft(m)
+    assert [(layer.index, layer.name, layer.kind, layer.sliding_window) for layer in d.layers] == [
+        (32, "mtp.layers.0.self_attn.attn", LayerKind.SLIDING_WINDOW, 4096)]
+    # the target's attention shape
+    assert one((layer.num_kv_heads, layer.head_size) for layer in d.layers) == (
+        m.layers[0].num_kv_heads, m.layers[0].head_size)
