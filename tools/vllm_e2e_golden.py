@@ -57,15 +57,20 @@ def _spec(method: str, draft: str | None, k: int) -> dict:
 VARIANTS: dict[str, tuple[tuple[str, ...], dict]] = {
     "tp2": (("Qwen--Qwen3-8B", "Qwen--Qwen3-30B-A3B", "openai--gpt-oss-20b", "Qwen--Qwen3.5-27B",
              "google--gemma-4-26B-A4B", "nvidia--Nemotron-H-56B-Base-8K",
-             "moonshotai--Kimi-Linear-48B-A3B-Instruct"), {"tp": 2}),
+             "moonshotai--Kimi-Linear-48B-A3B-Instruct",
+             # heldout-configs-2 (run with --configs tests/data/heldout-configs-2)
+             "google--gemma-3-27b-it", "ibm-granite--granite-4-8b-dense-hybrid"), {"tp": 2}),
     "tp4": (("meta-llama--Llama-3.1-70B", "Qwen--Qwen3-Next-80B-A3B-Thinking",
-             "nvidia--MiniMax-M2.5-NVFP4", "mistralai--Mistral-Small-3.1-24B-Instruct-2503"),
-            {"tp": 4}),
+             "nvidia--MiniMax-M2.5-NVFP4", "mistralai--Mistral-Small-3.1-24B-Instruct-2503",
+             "openai--gpt-oss-120b", "mistralai--Mixtral-8x22B-v0.1"), {"tp": 4}),
     "tp8": (("deepseek-ai--DeepSeek-V3", "deepseek-ai--DeepSeek-V3.2", "Qwen--Qwen3.5-397B-A17B",
-             "zai-org--GLM-5.1"), {"tp": 8}),
+             "zai-org--GLM-5.1", "zai-org--GLM-4.5", "nvidia--Kimi-K2.7-Code-NVFP4",
+             "nvidia--DeepSeek-V4-Pro-NVFP4", "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4"),
+            {"tp": 8}),
     "fp8": (("meta-llama--Llama-3.1-8B", "Qwen--Qwen3-Next-80B-A3B-Thinking", "openai--gpt-oss-20b",
              "deepseek-ai--DeepSeek-V3", "Qwen--Qwen3.5-27B", "google--gemma-4-26B-A4B",
-             "XiaomiMiMo--MiMo-V2-Flash"), {"kv_cache_dtype": "fp8"}),
+             "XiaomiMiMo--MiMo-V2-Flash", "zai-org--GLM-4.5", "nvidia--Qwen3.5-122B-A10B-NVFP4",
+             "Qwen--Qwen2.5-VL-3B-Instruct"), {"kv_cache_dtype": "fp8"}),
     # sparse MLA: `fp8` is FlashMLA sparse's alias (fp8_ds_mla, 656 B/token); `fp8_e4m3` (what a
     # ModelOpt FP8-KV checkpoint gives) goes to FlashInfer's SM90 sparse backend (576 B/token)
     "fp8-sparse": (("deepseek-ai--DeepSeek-V3.2", "zai-org--GLM-5.1"), {"kv_cache_dtype": "fp8"}),
@@ -73,12 +78,14 @@ VARIANTS: dict[str, tuple[tuple[str, ...], dict]] = {
                  {"kv_cache_dtype": "fp8_e4m3"}),
     "a100": (("meta-llama--Llama-3.1-8B", "Qwen--Qwen3-Next-80B-A3B-Thinking", "openai--gpt-oss-20b",
               "deepseek-ai--DeepSeek-V3", "Qwen--Qwen3.5-27B", "google--gemma-4-26B-A4B",
-              "mistralai--Mistral-7B-v0.1", "deepseek-ai--DeepSeek-V3.2"), {"gpu": "A100"}),
+              "mistralai--Mistral-7B-v0.1", "deepseek-ai--DeepSeek-V3.2",
+              "deepseek-ai--DeepSeek-V2-Lite"), {"gpu": "A100"}),
     "l40s": (("meta-llama--Llama-3.1-8B", "openai--gpt-oss-20b", "Qwen--Qwen3-Next-80B-A3B-Thinking",
               "deepseek-ai--DeepSeek-V3"), {"gpu": "L40S"}),
     "b200": (("meta-llama--Llama-3.1-8B", "openai--gpt-oss-20b", "deepseek-ai--DeepSeek-V3",
               "deepseek-ai--DeepSeek-V3.2", "Qwen--Qwen3.5-27B", "google--gemma-4-26B-A4B",
-              "zai-org--GLM-5.1"), {"gpu": "B200"}),
+              "zai-org--GLM-5.1", "openai--gpt-oss-120b", "nvidia--Gemma-4-26B-A4B-NVFP4"),
+             {"gpu": "B200"}),
     "b200-fp8": (("meta-llama--Llama-3.1-8B", "deepseek-ai--DeepSeek-V3"),
                  {"gpu": "B200", "kv_cache_dtype": "fp8"}),
     "b200-nvfp4": (("meta-llama--Llama-3.1-8B", "Qwen--Qwen3-30B-A3B"),
@@ -86,10 +93,20 @@ VARIANTS: dict[str, tuple[tuple[str, ...], dict]] = {
     "eagle3-k3": (("meta-llama--Llama-3.1-8B",),
                   {"speculative_config": _spec("eagle3", EAGLE3_DRAFT, 3)}),
     "mtp-k1": (("deepseek-ai--DeepSeek-V3", "Qwen--Qwen3.5-27B", "zai-org--GLM-5.1",
-                "XiaomiMiMo--MiMo-V2-Flash"), {"speculative_config": _spec("mtp", None, 1)}),
+                "XiaomiMiMo--MiMo-V2-Flash", "zai-org--GLM-4.5"),
+               {"speculative_config": _spec("mtp", None, 1)}),
     "mtp-k3": (("Qwen--Qwen3-Next-80B-A3B-Thinking",), {"speculative_config": _spec("mtp", None, 3)}),
     "dflash2-k8": (("Qwen--Qwen3.5-27B",),
                    {"speculative_config": _spec("dflash", DFLASH2_DRAFT, 8)}),
+    # held-out configs whose derived length is below the base 32768 (vLLM refuses the base flags):
+    # planned at a length they take (heldout-configs-2: encoder-only pooling models, Whisper
+    # tiny, 2048/4096-position decoders)
+    "len512": (("BAAI--bge-reranker-large", "ibm-granite--granite-embedding-125m-english",
+                "ibm-granite--granite-embedding-278m-multilingual", "intfloat--multilingual-e5-large",
+                "sentence-transformers--all-roberta-large-v1"), {"max_model_len": 512}),
+    "len448": (("openai--whisper-tiny",), {"max_model_len": 448}),
+    "len2048": (("meta-llama--Llama-2-7b-hf", "ALLaM-AI--ALLaM-7B-Instruct-preview"),
+                {"max_model_len": 2048}),
 }
 # the base variant on older releases: representative configs whose model class each wheel builds
 RELEASE_CONFIGS = ("Qwen--Qwen3-8B", "meta-llama--Llama-3.1-8B", "openai--gpt-oss-20b",
@@ -113,13 +130,15 @@ def matrix(version: str, which: str) -> list[tuple[str, str, dict]]:
     runs = [(c, "base", {}) for c in base] if which in ("base", "all") or "base" in which else []
     if version == "0.34.0" and which != "base":
         names = VARIANTS if which == "all" else [v for v in which.split(",") if v in VARIANTS]
-        runs += [(c, v, VARIANTS[v][1]) for v in names for c in VARIANTS[v][0]]
+        # a variant's configs that are in the --configs folder (held-out sets name their own)
+        runs += [(c, v, VARIANTS[v][1]) for v in names for c in VARIANTS[v][0]
+                 if (HF / c / "config.json").is_file()]
     return runs
 
 
 def ext_args(cfg_dir: Path, changes: dict) -> list[str]:
     args = [str(cfg_dir), "--pass-kv-cache-memory-bytes", "--kv-memory", str(KV_MEMORY_BYTES),
-            "--max-model-len", str(BASE_FLAGS["max_model_len"]),
+            "--max-model-len", str(changes.get("max_model_len", BASE_FLAGS["max_model_len"])),
             "--max-num-batched-tokens", str(BASE_FLAGS["max_num_batched_tokens"])]
     if changes.get("tp"):
         args += ["--tp", str(changes["tp"])]
@@ -137,6 +156,8 @@ def ext_args(cfg_dir: Path, changes: dict) -> list[str]:
 
 def kvplan_flags(version: str, changes: dict) -> dict:
     flags = dict(BASE_FLAGS, vllm=version)
+    if changes.get("max_model_len"):
+        flags["max_model_len"] = changes["max_model_len"]
     if changes.get("tp"):
         flags["tensor_parallel_size"] = changes["tp"]
     if changes.get("gpu"):

@@ -174,3 +174,44 @@ def test_mtp_nemotron_h() -> None:
     d = mtp_draft(m)
     assert [(layer.index, layer.name, layer.num_kv_heads, layer.head_size)
             for layer in d.layers] == [(118, "mtp.layers.0.mixer.attn", 8, 128)]
+
+
+def test_mtp_glm4_moe_through_transformers() -> None:
+    # zai-org/GLM-4.5 (heldout-configs-2; no fast adapter: planned through transformers'
+    # Glm4MoeConfig): num_nextn_predict_layers 1 → vLLM's Glm4MoeMTP builds one Glm4MoeDecoderLayer
+    # at model.layers.92 (num_hidden_layers 92), 8 KV heads × head_dim 128 like the target's layers
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "heldout-configs-2" / "zai-org--GLM-4.5"
+    m = describe_model(json.loads((path / "config.json").read_text()), source=str(path))
+    assert (m.family, m.num_nextn_predict_layers, len(m.layers)) == ("transformers", 1, 92)
+    d = mtp_draft(m)
+    assert [(layer.index, layer.name, layer.kind, layer.num_kv_heads, layer.head_size)
+            for layer in d.layers] == [
+        (92, "model.layers.92.self_attn.attn", LayerKind.FULL_ATTENTION, 8, 128)]
+    # the same model with num_nextn_predict_layers 0 carries no MTP module (absent, the key takes
+    # Glm4MoeConfig's default 1, as vLLM's getattr on the config object does)
+    config = json.loads((path / "config.json").read_text())
+    config["num_nextn_predict_layers"] = 0
+    with pytest.raises(UnsupportedError, match="no MTP modules"):
+        mtp_draft(describe_model(config, source="edited"))
+
+
+def test_mtp_exaone_moe_through_transformers() -> None:
+    # coverage-configs ExaoneMoeForCausalLM (no num_nextn_predict_layers: ExaoneMoeMTP's getattr
+    # default 1): one layer mtp.layers.0, of layer_types[0]'s kind (sliding_attention) with the
+    # model's sliding_window 4096 (no sliding_windows / mtp_* lists), numbered after 32 layers.
+    # vLLM 0.34 (tools/vllm_e2e_ext.py, --max-model-len 2048, MTP k=1) groups it with the target's
+    # sliding layers: 5120 blocks, as kvplan plans it
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "coverage-configs" / "ExaoneMoeForCausalLM"
+    m = describe_model(json.loads((path / "config.json").read_text()), source=str(path))
+    d = mtp_draft(m)
+    assert [(layer.index, layer.name, layer.kind, layer.sliding_window) for layer in d.layers] == [
+        (32, "mtp.layers.0.self_attn.attn", LayerKind.SLIDING_WINDOW, 4096)]
+    # the target's attention shape
+    assert one((layer.num_kv_heads, layer.head_size) for layer in d.layers) == (
+        m.layers[0].num_kv_heads, m.layers[0].head_size)

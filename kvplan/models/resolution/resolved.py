@@ -138,6 +138,43 @@ def describe_resolved(top: Cfg, hf_quant_config: dict | None,
     return _generic(top, r, hf_quant_config, note)
 
 
+# vLLM: SpeculativeConfig.hf_config_override — architectures kvplan plans through transformers
+# whose method "mtp" drafter is num_nextn_predict_layers copies of the target's own decoder layer,
+# numbered after it (mtp_start_layer_idx = num_hidden_layers) under the target's layer names
+# (glm4_moe_mtp.py Glm4MoeMultiTokenPredictor: model.layers.<n + k>.self_attn.attn)
+OWN_LAYER_MTP = frozenset({"Glm4MoeForCausalLM"})
+# model types whose drafter names its layers mtp.layers.<k> and takes layer k's kind and window
+# from mtp_layer_types / mtp_sliding_windows, else the target's layer_types / sliding_windows /
+# sliding_window (exaone_moe_mtp.py ExaoneMoeMTP: num_nextn_predict_layers, default 1;
+# exaone_moe.py ExaoneMoeAttention(is_mtp=True))
+MTP_LAYERS_MTP = frozenset({"exaone_moe"})
+
+
+def _mtp_layers(arch: str | None, r: Resolved, n: int, name_of: Callable[[int], str],
+                model_window: int | None) -> tuple[int, list[LayerDescription]]:
+    """(num_nextn_predict_layers, the MTP layers) of a model planned through transformers."""
+    cfg = r.hf_text_config
+    kv, hd = acc.total_num_kv_heads(r, None), acc.head_size(r, None)
+    if arch in OWN_LAYER_MTP:
+        k_n = int(acc.get_attr(cfg, "num_nextn_predict_layers", 0) or 0)
+        return k_n, [attention(n + k, name_of(n + k), kv_heads=kv, head_size=hd,
+                               window=model_window) for k in range(k_n)]
+    if r.text_model_type in MTP_LAYERS_MTP or r.model_type in MTP_LAYERS_MTP:
+        k_n = int(acc.get_attr(cfg, "num_nextn_predict_layers", 1) or 0)
+        types = acc.get_attr(cfg, "mtp_layer_types") or acc.get_attr(cfg, "layer_types") or []
+        windows = (acc.get_attr(cfg, "mtp_sliding_windows")
+                   or acc.get_attr(cfg, "sliding_windows"))
+        out = []
+        for k in range(k_n):
+            window = None
+            if k < len(types) and types[k] != "full_attention":
+                window = windows[k] if windows is not None else acc.get_attr(cfg, "sliding_window")
+            out.append(attention(n + k, f"mtp.layers.{k}.self_attn.attn", kv_heads=kv,
+                                 head_size=hd, window=window))
+        return k_n, out
+    return 0, []
+
+
 def _what(r: Resolved, archs: tuple[str, ...]) -> str:
     return f"model_type {r.text_model_type or r.model_type!r} (architectures: {', '.join(archs) or 'none'})"
 
@@ -244,6 +281,7 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope = int(acc.get_attr(r.hf_text_config, "qk_rope_head_dim", 0) or 0)
         layers = [mla(i, name_of(i), kv_lora_rank=rank,
                       qk_rope_head_dim=rope) for i in range(n)]
+    n_mtp, mtp_layers = (0, []) if use_mla else _mtp_layers(arch, r, n, name_of, model_window)
     max_len, _ = acc.derive_max_model_len(r)
     text = text_cfg(top)
     dtype = acc.config_dtype(r)
@@ -278,6 +316,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
         transformers_backend=served_by_transformers_backend(backend_arch),
+        num_nextn_predict_layers=n_mtp,
+        mtp_layers=tuple(mtp_layers),
         warnings=tuple(top.warnings),
     )
 
