@@ -44,8 +44,9 @@ def _refusal(stderr: str) -> str:
     return re.sub(r"^[A-Za-z]+Error: ", "", line.split("would raise ", 1)[-1]).strip()
 
 
-@pytest.mark.parametrize("golden", GOLDENS, ids=[g.parent.name for g in GOLDENS])
-def test_kvplan_equals_vllm_on_the_confirming_config(golden: Path) -> None:
+def replay(golden: Path) -> None:
+    """kvplan on the golden's config with its flags, run by run, equal to vLLM's output: the
+    groups, blocks, concurrency and length, or vLLM's refusal text."""
     want = json.loads(golden.read_text())
     config = ROOT / want["config"]
     for run in want["runs"]:
@@ -70,6 +71,11 @@ def test_kvplan_equals_vllm_on_the_confirming_config(golden: Path) -> None:
             assert got["max_model_len_after_planning"] == run["max_model_len_after_planning"]
         else:
             assert (got.get("error") or {}).get("message") == run["error"]
+
+
+@pytest.mark.parametrize("golden", GOLDENS, ids=[g.parent.name for g in GOLDENS])
+def test_kvplan_equals_vllm_on_the_confirming_config(golden: Path) -> None:
+    replay(golden)
 
 
 def test_every_adapter_and_generic_row_says_whether_vllm_confirmed_it() -> None:
