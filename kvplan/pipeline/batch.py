@@ -228,6 +228,8 @@ def request_from_entry(entry: dict[str, Any], defaults: dict[str, Any], where: s
         dep = Deployment(**dep_kw)
     except TypeError as exc:
         raise InputError(f"{where}: {exc}") from None
+    except InputError as exc:  # a value Deployment refuses (e.g. tensor_parallel_size = 0)
+        raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
     kv_mem = merged.pop("kv_cache_memory", None)
     kv_mem = merged.pop("kv_cache_memory_bytes", None) if kv_mem is None else kv_mem
     gpu_mem = merged.pop("gpu_memory", None)

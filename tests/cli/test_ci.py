@@ -156,3 +156,23 @@ def test_the_example_file_runs_from_any_directory(tmp_path: Path,
     assert entries["llama-3.1-8b-256k (refused at start-up)"]["plan"]["failure_cause"] == \
         "max_model_len"
     assert all(e["plan"] is not None for e in entries.values())
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("tensor-parallel-size = 0", "--tensor-parallel-size must be ≥ 1, got 0"),
+    ('performance-mode = "turbo"', "--performance-mode must be balanced, interactivity or "
+                                   "throughput, got 'turbo'"),
+])
+def test_a_value_the_deployment_refuses_names_its_entry(tmp_path: Path, line: str,
+                                                        said: str) -> None:
+    text = GOOD_AND_REFUSED + f'\n[[deployment]]\nname = "bad"\nmodel = "{LLAMA}"\n{line}\n'
+    res = runner.invoke(app, ["ci", str(_toml(tmp_path, text))])
+    assert res.exit_code == 2 and res.stderr.startswith(f"Error: deployment 'bad': {said}")
+
+
+def test_performance_mode_in_a_deployment_file(tmp_path: Path) -> None:
+    text = GOOD_AND_REFUSED.replace('max-model-len = "32k"',
+                                    'max-model-len = "32k"\nperformance-mode = "throughput"', 1)
+    res = runner.invoke(app, ["ci", str(_toml(tmp_path, text)), "--json"])
+    good = next(e for e in json.loads(res.stdout)["entries"] if e["name"] == "good")
+    assert good["plan"]["max_num_seqs"] == 512  # 40 GiB, no GPU: the small tier's 256, doubled
