@@ -4,8 +4,9 @@ With `json_files` (reading them) and `st_modules` (the sentence-transformers fil
 the only place where kvplan does I/O; `hub_errors` puts the Hub's failures in words. Hub access
 goes through `huggingface_hub` alone, which reads the environment itself (`HF_TOKEN`,
 `HF_HOME`/`HF_HUB_CACHE`, `HF_HUB_OFFLINE`, `HF_ENDPOINT`); it is imported inside the functions so
-that `kvplan --help` stays fast. Only `config.json` and `hf_quant_config.json` are ever downloaded;
-weights never are (their sizes come from safetensors headers, fetched by byte range).
+that `kvplan --help` stays fast. Only `config.json`, `hf_quant_config.json` and a Mistral-format
+checkpoint's `params.json` are ever downloaded; weights never are (their sizes and dtypes come from
+safetensors headers, fetched by byte range).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class ModelFiles:
     # raw dict beside it (None: the checkpoint has none)
     config_format: str = "hf"
     hf_config: dict[str, Any] | None = None
+    # False: "auto" on a hub model whose file list could not be asked (offline, unreachable), so
+    # the format came from the cache alone and vLLM online may read it otherwise
+    config_format_certain: bool = True
 
     @property
     def is_hub(self) -> bool:
@@ -184,25 +188,16 @@ def _load_hub(
     source: str, repo_id: str, revision: str | None, *, want_quant_config: bool,
     config_format: str = "auto",
 ) -> ModelFiles:
+    certain = True
     if config_format != "hf":
-        mistral = config_format == "mistral" or _hub_is_mistral(repo_id, revision)
+        mistral, certain = ((True, True) if config_format == "mistral"
+                            else _hub_is_mistral(repo_id, revision))
         if mistral:
             return _load_hub_mistral(source, repo_id, revision,
                                      want_quant_config=want_quant_config)
-    try:
-        config_file = Path(_hub_download(repo_id, CONFIG_FILE, revision))
-    except Exception as e:
-        mapped = map_hub_error(e, repo_id, revision, CONFIG_FILE)
-        if mapped is None:
-            raise
-        raise mapped from e
-
+    config_file, config = _hub_json(repo_id, CONFIG_FILE, revision)
     snapshot = config_file.parent
     commit = snapshot.name if _COMMIT.match(snapshot.name) else None
-    label = f"{CONFIG_FILE} of {repo_id} ({config_file})"
-    config = read_json_object(
-        config_file, label=label, hint=damaged_hint(repo_id, revision, CONFIG_FILE)
-    )
 
     quant: dict | None = None
     notes: list[str] = []
@@ -220,7 +215,22 @@ def _load_hub(
         local_dir=str(snapshot),
         commit_hash=commit,
         notes=tuple(notes),
+        config_format_certain=certain,
     )
+
+
+def _hub_json(repo_id: str, filename: str, revision: str | None) -> tuple[Path, dict[str, Any]]:
+    """A hub file downloaded (or taken from the cache) and read as a JSON object; the Hub's
+    failures in words (`map_hub_error`), a damaged file as a `ConfigError`."""
+    try:
+        path = Path(_hub_download(repo_id, filename, revision))
+    except Exception as e:
+        mapped = map_hub_error(e, repo_id, revision, filename)
+        if mapped is None:
+            raise
+        raise mapped from e
+    return path, read_json_object(path, label=f"{filename} of {repo_id} ({path})",
+                                  hint=damaged_hint(repo_id, revision, filename))
 
 
 def _hub_download(repo_id: str, filename: str, revision: str | None) -> str:
@@ -357,14 +367,25 @@ def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
     return Path(cached).parent if isinstance(cached, str) else None
 
 
-def _hub_is_mistral(repo_id: str, revision: str | None) -> bool:
+def _hub_is_mistral(repo_id: str, revision: str | None) -> tuple[bool, bool]:
+    """(Mistral format, decided from the repo's listing rather than the cache alone)."""
     names = _hub_listing(repo_id, revision)
     if names is not None:
-        return _mistral_names(names)
+        return _mistral_names(names), True
     # offline / unreachable: what the cache holds (vLLM, offline, sees no listing and reads
     # config.json; kvplan plans the model the online vLLM serves, from the cached files)
     snapshot = _cached_snapshot(repo_id, revision)
-    return snapshot is not None and _is_mistral_folder(snapshot)
+    return snapshot is not None and _is_mistral_folder(snapshot), False
+
+
+def mistral_format(files: ModelFiles) -> bool | None:
+    """Whether vLLM reads this model in Mistral format (params.json) rather than config.json, as
+    the load decided it (vLLM's get_config: --config-format, else consolidated*.safetensors and a
+    params.json among the model's files). None: a hub model whose file list could not be asked
+    (offline, unreachable) and whose cache holds no Mistral-format checkpoint."""
+    if files.config_format == "mistral":
+        return True
+    return False if files.config_format_certain else None
 
 
 def _mistral_missing(model: str) -> ConfigError:
@@ -430,8 +451,7 @@ def _load_local_mistral(source: str, folder: Path, *, want_quant_config: bool) -
     dtypes = None
     if params.get("dtype") is None:
         # vLLM: config.py _read_safetensors_metadata_in_dir (every *.safetensors of the folder)
-        dtypes = [str(info["dtype"]) for p in sorted(folder.glob("*.safetensors")) if p.is_file()
-                  for name, info in read_safetensors_header(p).items() if name != "__metadata__"]
+        dtypes = _local_dtypes(folder)
     quant_path = folder / QUANT_CONFIG_FILE
     quant = read_json_object(quant_path) if want_quant_config and quant_path.is_file() else None
     return _mistral_files(source, None, None, params, params_path, hf, dtypes, quant, folder,
@@ -440,23 +460,13 @@ def _load_local_mistral(source: str, folder: Path, *, want_quant_config: bool) -
 
 def _load_hub_mistral(source: str, repo_id: str, revision: str | None, *,
                       want_quant_config: bool) -> ModelFiles:
-    try:
-        params_path = Path(_hub_download(repo_id, PARAMS_FILE, revision))
-    except Exception as e:
-        mapped = map_hub_error(e, repo_id, revision, PARAMS_FILE)
-        if mapped is None:
-            raise
-        raise mapped from e
+    params_path, params = _hub_json(repo_id, PARAMS_FILE, revision)
     snapshot = params_path.parent
     commit = snapshot.name if _COMMIT.match(snapshot.name) else None
-    params = read_json_object(params_path, label=f"{PARAMS_FILE} of {repo_id} ({params_path})",
-                              hint=damaged_hint(repo_id, revision, PARAMS_FILE))
     notes: list[str] = []
     hf = None
     try:
-        hf_path = Path(_hub_download(repo_id, CONFIG_FILE, commit or revision))
-        hf = read_json_object(hf_path, label=f"{CONFIG_FILE} of {repo_id} ({hf_path})",
-                              hint=damaged_hint(repo_id, revision, CONFIG_FILE))
+        hf = _hub_json(repo_id, CONFIG_FILE, commit or revision)[1]
     except ConfigError:
         raise
     except Exception:  # vLLM: PreTrainedConfig.get_config_dict raising OSError → {}
@@ -476,13 +486,19 @@ def _load_hub_mistral(source: str, repo_id: str, revision: str | None, *,
                           snapshot, commit, notes)
 
 
+def _local_dtypes(folder: Path) -> list[str]:
+    """Every tensor's dtype in the folder's *.safetensors headers (vLLM: config.py
+    _read_safetensors_metadata_in_dir)."""
+    return [str(info["dtype"]) for p in sorted(folder.glob("*.safetensors")) if p.is_file()
+            for name, info in read_safetensors_header(p).items() if name != "__metadata__"]
+
+
 def _hub_param_dtypes(repo_id: str, revision: str | None, snapshot: Path) -> list[str] | None:
     """The tensors' dtypes of a Mistral-format hub checkpoint (vLLM: MistralConfigParser.parse
     reads get_safetensors_params_metadata with consolidated.safetensors as the single file)."""
-    local = [p for p in sorted(snapshot.glob("*.safetensors")) if p.is_file()]
+    local = _local_dtypes(snapshot)
     if local:
-        return [str(info["dtype"]) for p in local
-                for name, info in read_safetensors_header(p).items() if name != "__metadata__"]
+        return local
     import huggingface_hub
     from huggingface_hub import constants, errors
 
@@ -503,31 +519,6 @@ def _hub_param_dtypes(repo_id: str, revision: str | None, snapshot: Path) -> lis
 
 # --------------------------------------------------------------------------------------------
 # Safetensors headers (dtype/shape of every tensor) without reading tensor data.
-
-
-def mistral_format(files: ModelFiles) -> bool | None:
-    """Whether vLLM reads this model in Mistral format (params.json) rather than config.json:
-    vLLM's get_config with config_format "auto" — consolidated*.safetensors among the model's
-    files (repo_utils.is_mistral_model_repo: a local folder's files, the hub repo's listing) and
-    a params.json. None: the hub listing is not available here (offline, unreachable)."""
-    from fnmatch import fnmatch
-
-    if not files.is_hub:
-        folder = Path(files.local_dir or ".")
-        names = [str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file()]
-        return "params.json" in names and any(
-            fnmatch(n, "consolidated*.safetensors") for n in names)
-    import huggingface_hub
-    from huggingface_hub import errors
-
-    expected: tuple[type[BaseException], ...] = (
-        errors.HfHubHTTPError, errors.HFValidationError, OSError, *network_types())
-    try:
-        names = huggingface_hub.list_repo_files(files.repo_id or "",
-                                                revision=files.commit_hash or files.revision)
-    except expected:  # offline (vLLM's own lookup then sees no file either), unreachable
-        return None
-    return "params.json" in names and any(fnmatch(n, "consolidated*.safetensors") for n in names)
 
 
 def safetensors_headers(files: ModelFiles) -> dict[str, dict] | None:

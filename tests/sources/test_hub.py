@@ -886,3 +886,16 @@ def test_a_cached_repo_without_consolidated_weights_stays_hf(cache):
     forced = load_model_files("org/mistral-hf", config_format="mistral")
     assert forced.config_format == "mistral" and forced.hf_config == fixture_json(folder)
     assert forced.config["layer_types"] == ["sliding_attention"] * 32
+
+
+def test_mistral_format_is_what_the_load_decided(qwen_cache, tmp_path):
+    # offline, a hub model whose cache holds no params.json: the listing could not be asked
+    assert hub.mistral_format(load_model_files(QWEN)) is None
+    assert hub.mistral_format(load_model_files(QWEN, config_format="hf")) is False
+    folder = tmp_path / "voxtral"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "mistral-format"
+                    / "handmade--voxtral-audio", folder)
+    assert hub.mistral_format(load_model_files(str(folder))) is True
+    (folder / "consolidated.safetensors").unlink()  # params.json alone is not Mistral format
+    (folder / "config.json").write_text("{}")
+    assert hub.mistral_format(load_model_files(str(folder))) is False
