@@ -106,31 +106,26 @@ def resolve(req: Request) -> Resolved:
 
 
 def _config_readable(req: Request, files: Any, cfg: dict[str, Any]) -> str | None:
-    """vLLM's first start-up step: reading config.json (remote code, unknown model types)."""
+    """vLLM's first start-up step: reading config.json (remote code, unknown model types), then
+    its registry's architecture check."""
     import os
 
+    from kvplan.models.resolution.arch_resolution import unresolved_architecture_error
     from kvplan.models.resolution.remote_code import check_config_readable
 
-    if getattr(files, "config_format", "hf") == "mistral":
-        # vLLM's MistralConfigParser builds the config itself (no transformers class, no remote
-        # code): only the registry's architecture check applies
-        from kvplan.models.resolution.arch_resolution import unresolved_architecture_error
-
-        refusal = unresolved_architecture_error(cfg, req.deployment.vllm_version)
-        if refusal is not None:
-            raise refusal
-        return None
-    if files.is_hub:
-        name, local = files.repo_id, None
-    else:  # vLLM is given the folder (a config.json path stands for its folder)
-        name = files.source if files.config_path != files.source else files.local_dir
-        local = os.path.abspath(name)
-    note = check_config_readable(cfg, model_name=name, local_abspath=local,
-                                 trust_remote_code=req.trust_remote_code,
-                                 version=req.deployment.vllm_version)
+    note = None
+    # vLLM's MistralConfigParser builds a Mistral-format config itself (no transformers class,
+    # no remote code): only the registry's check applies
+    if getattr(files, "config_format", "hf") != "mistral":
+        if files.is_hub:
+            name, local = files.repo_id, None
+        else:  # vLLM is given the folder (a config.json path stands for its folder)
+            name = files.source if files.config_path != files.source else files.local_dir
+            local = os.path.abspath(name)
+        note = check_config_readable(cfg, model_name=name, local_abspath=local,
+                                     trust_remote_code=req.trust_remote_code,
+                                     version=req.deployment.vllm_version)
     if note is None:  # remote code resolves its own classes
-        from kvplan.models.resolution.arch_resolution import unresolved_architecture_error
-
         refusal = unresolved_architecture_error(cfg, req.deployment.vllm_version)
         if refusal is not None:
             raise refusal
@@ -165,17 +160,17 @@ def with_model_folder(target: ModelDescription, files: Any) -> ModelDescription:
     if target.hf_format_constructor_error is not None:
         from kvplan.sources.hub import mistral_format
 
-        mistral = mistral_format(files)
-        if mistral is not False:  # vLLM reads params.json (or kvplan cannot tell): it builds
+        # read from config.json (a Mistral-format checkpoint's params.json builds); when the hub
+        # repo's file list could not be asked, vLLM may read its params.json and build the model
+        if mistral_format(files) is None:
             update["hf_format_constructor_error"] = None
             error_type, message = target.hf_format_constructor_error
-            update["warnings"] = (*target.warnings, (
-                "vLLM reads this model's Mistral-format params.json (consolidated*.safetensors "
-                "and params.json beside config.json)" if mistral else
+            update["warnings"] = (
+                *target.warnings,
                 "the hub repo's file list is not available here: if it has no Mistral-format "
                 "checkpoint (params.json, consolidated*.safetensors), vLLM reads config.json and "
-                f"its model class raises {error_type}: {message}")
-                + "; kvplan planned the model from config.json")
+                f"its model class raises {error_type}: {message}; kvplan planned the model from "
+                "config.json")
     return target.model_copy(update=update)
 
 
