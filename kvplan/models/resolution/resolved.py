@@ -201,7 +201,8 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     # vLLM names a config without `architectures` by its base model class
     # (transformers_utils/config.py get_config: MODEL_MAPPING_NAMES[model_type])
     backend_arch = arch if arch is not None else base_model_architecture(r.model_type)
-    refusal = no_interface_refusal(backend_arch, acc.layer_types(r), acc.num_hidden_layers(r))
+    on_backend = served_by_transformers_backend(backend_arch)
+    refusal = no_interface_refusal(on_backend, acc.layer_types(r), acc.num_hidden_layers(r))
     if refusal is not None:
         return _refused_by_backend(top, r, hf_quant_config, refusal)
     for field, layout in _NOT_PLAIN:
@@ -237,12 +238,11 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
     from kvplan.models.resolution.layer_names import attention_layer_pattern
     pattern = attention_layer_pattern(archs)
 
-    encoder = bidirectional_on_backend(arch, r)
+    encoder = bidirectional_on_backend(arch is not None and on_backend, r)
     if encoder:
         pattern = _BERT_ATTENTION
 
-    backend_names = (None if pattern or encoder
-                     or not served_by_transformers_backend(backend_arch)
+    backend_names = (None if pattern or encoder or not on_backend
                      else backend_layer_names(r))
 
     def name_of(i: int) -> str:
@@ -315,7 +315,7 @@ def _generic(top: Cfg, r: Resolved, hf_quant_config: dict | None, note: str | No
         rope_scaling=acc.rope_parameter_sets(r),
         is_encoder_decoder=bool(getattr(r.hf_config, "is_encoder_decoder", False)),
         use_mla=use_mla,
-        transformers_backend=served_by_transformers_backend(backend_arch),
+        transformers_backend=on_backend,
         num_nextn_predict_layers=n_mtp,
         mtp_layers=tuple(mtp_layers),
         warnings=tuple(top.warnings),
@@ -337,11 +337,11 @@ _BERT_STYLE = frozenset({"bert", "bert-generation", "camembert", "data2vec-text"
 _BERT_ATTENTION = "model.encoder.layer.{}.attention.self.attn"
 
 
-def bidirectional_on_backend(arch: str | None, r: Resolved) -> bool:
-    """Whether vLLM's Transformers backend builds EncoderOnlyAttention for this model: a module
-    of the model has is_causal False and the model is not multimodal (vLLM:
-    models/transformers/base.py Base._get_attn_cls)."""
-    return (served_by_transformers_backend(arch) and r.text_key is None
+def bidirectional_on_backend(on_backend: bool, r: Resolved) -> bool:
+    """Whether vLLM's Transformers backend (`on_backend`: it builds the model) builds
+    EncoderOnlyAttention for this model: a module of the model has is_causal False and the model
+    is not multimodal (vLLM: models/transformers/base.py Base._get_attn_cls)."""
+    return (on_backend and r.text_key is None
             and r.text_model_type in _BERT_STYLE
             and not acc.get_attr(r.hf_text_config, "is_decoder"))
 
@@ -387,12 +387,12 @@ def served_by_transformers_backend(arch: str | None) -> bool:
     return bool(transformers_backend_serves(arch, None))
 
 
-def no_interface_refusal(arch: str | None, types: list[str] | None, n: int) -> str | None:
+def no_interface_refusal(on_backend: bool, types: list[str] | None, n: int) -> str | None:
     """vLLM's refusal when a decoder layer of a Transformers-backend model has no module that
     dispatches through the attention interface (vLLM: models/transformers/base.py
     Base._create_attention_instances, the first such layer of the rank; None: every layer
-    has attention, or the model is not on the Transformers backend)."""
-    if not types or not served_by_transformers_backend(arch):
+    has attention, or `on_backend` False: the model is not on the Transformers backend)."""
+    if not types or not on_backend:
         return None
     for i in range(min(n, len(types))):
         if types[i] in _NO_ATTENTION_INTERFACE:
