@@ -555,8 +555,13 @@ def classify_disagreement(run: dict) -> str:
 
 
 def golden_run(out: Path) -> dict:
-    v = json.loads(out.read_text())
-    mml = int(out.name.split(".")[1])
+    """One harness output file (<ARCH>.<max_model_len>.vllm.json) as a golden run."""
+    return trimmed_run(json.loads(out.read_text()), int(out.name.split(".")[1]))
+
+
+def trimmed_run(v: dict, mml: int) -> dict:
+    """What a golden keeps of one harness run at `mml` tokens: vLLM's refusal, or its groups,
+    blocks, concurrency and length."""
     if v.get("status") != "ok":
         exc = v.get("exception") or {}
         return {"max_model_len": mml, "status": "vllm_error", "stage": v.get("stage"),

@@ -30,7 +30,7 @@ HARNESS = Path(os.environ.get("VLLM_E2E_HARNESS_DIR", "/work/shared/vllm-e2e")) 
 PY = os.environ.get("VLLM_E2E_PYTHON", "/tmp/kvplan-e2e/oracle/.venv-0.34.0/bin/python")
 GOLDEN = "vllm-0.34.0.json"
 sys.path.insert(0, str(ROOT / "tools"))
-from confirm_coverage import _vllm_message  # noqa: E402
+from confirm_coverage import trimmed_run as trimmed  # noqa: E402
 
 # the fields of vLLM's adapted config that KV planning reads (top level and text_config)
 KEYS = ("architectures", "model_type", "num_hidden_layers", "num_attention_heads",
@@ -70,22 +70,6 @@ def harness(folder: Path, mml: int) -> dict:
     return json.loads(out.stdout)
 
 
-def trimmed(v: dict, mml: int) -> dict:
-    """tools/confirm_coverage.py golden_run's shape."""
-    if v.get("status") != "ok":
-        exc = v.get("exception") or {}
-        return {"max_model_len": mml, "status": "vllm_error", "stage": v.get("stage"),
-                "error": _vllm_message(exc.get("message", ""))}
-    run = {"max_model_len": mml, "status": "ok", "fits": bool(v.get("fits")),
-           "groups": [{k: g.get(k) for k in ("spec_type", "block_size", "num_layers",
-                                             "page_size_bytes", "layer_names")}
-                      for g in v.get("groups") or []]}
-    if v.get("fits"):
-        run.update(num_blocks=v.get("num_blocks"), max_concurrency=v.get("max_concurrency"),
-                   max_model_len_after_planning=v.get("max_model_len_after_planning"))
-    else:
-        run["error"] = (v.get("error") or {}).get("message")
-    return run
 
 
 def derived_max(message: str) -> int | None:
