@@ -52,11 +52,13 @@ def read_st_modules(files: ModelFiles) -> StModules:
 
 
 def _model_folder(files: ModelFiles) -> Path | None:
-    """The folder vLLM would be given: a local folder, the folder of a file named config.json,
-    or the hub snapshot; None for a JSON file of another name (a config, not a model folder)."""
+    """The folder vLLM would be given: a local folder, the folder of a file named config.json
+    or of a Mistral-format params.json, or the hub snapshot; None for a JSON file of another
+    name (a config, not a model folder)."""
     if files.local_dir is None:
         return None
-    if files.repo_id is None and Path(files.config_path).name != CONFIG_FILE:
+    if (files.repo_id is None and files.config_format != "mistral"
+            and Path(files.config_path).name != CONFIG_FILE):
         return None
     return Path(files.local_dir)
 
