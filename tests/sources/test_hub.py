@@ -899,3 +899,19 @@ def test_mistral_format_is_what_the_load_decided(qwen_cache, tmp_path):
     (folder / "consolidated.safetensors").unlink()  # params.json alone is not Mistral format
     (folder / "config.json").write_text("{}")
     assert hub.mistral_format(load_model_files(str(folder))) is False
+
+
+def test_a_mistral_format_folder_is_a_model_folder_for_its_pooling_module(tmp_path):
+    from kvplan.sources.st_modules import read_st_modules
+
+    folder = tmp_path / "devstral"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "mistral-format"
+                    / "mistralai--Devstral-Small-2507", folder)
+    (folder / "modules.json").write_text(json.dumps(
+        [{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_lasttoken": true}')
+    files = load_model_files(str(folder))
+    assert files.config_format == "mistral"
+    st = read_st_modules(files)
+    assert st.known and st.pooling == {"pooling_mode_lasttoken": True}
